@@ -1,0 +1,13 @@
+# Every dependency comes from a Debian package (see scripts/install-deps.sh).
+find_package(Threads REQUIRED)
+find_package(fmt REQUIRED)
+find_package(nlohmann_json 3.10 REQUIRED)
+find_package(PkgConfig REQUIRED)
+pkg_check_modules(SENTENCEPIECE REQUIRED IMPORTED_TARGET sentencepiece)
+pkg_check_modules(PCRE2 REQUIRED IMPORTED_TARGET libpcre2-8)
+if(INLAY_TESTS)
+  find_package(Catch2 2.13 REQUIRED)
+endif()
+if(INLAY_BENCH)
+  find_package(benchmark REQUIRED)
+endif()

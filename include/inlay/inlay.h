@@ -1,0 +1,307 @@
+/*
+ * inlay.h: the stable C ABI of inlay (C99).
+ *
+ * inlay runs Llama-family language models (GGUF files) on the CPU inside a host
+ * program. This header is the only stable interface; everything else is internal.
+ *
+ * Usage, in short:
+ *
+ *     inlay_model_params mp; inlay_model_params_init(&mp);
+ *     inlay_model* model;
+ *     if (inlay_model_load("model.gguf", &mp, &model) != INLAY_OK)
+ *         fprintf(stderr, "%s\n", inlay_last_error());
+ *     inlay_session* s; inlay_session_create(model, NULL, &s);
+ *     inlay_generate_params gp; inlay_generate_params_init(&gp);
+ *     gp.on_token = print_piece;                  // streaming, optional
+ *     inlay_result* r;
+ *     inlay_session_generate(s, "Once upon a time", &gp, &r);
+ *     puts(inlay_result_text(r));
+ *     inlay_result_free(r); inlay_session_free(s); inlay_model_free(model);
+ *
+ * Conventions
+ * - Every function that can fail returns inlay_status; INLAY_OK is 0. On failure
+ *   the message is available from inlay_last_error() on the same thread until the
+ *   next failing call on that thread.
+ * - Null or invalid arguments return INLAY_ERR_INVALID_ARGUMENT; they never crash.
+ * - Params structs are passed by pointer and begin with `struct_size`; always
+ *   initialise them with the matching *_params_init() function, then change fields.
+ *   A NULL params pointer means "defaults".
+ * - Handles are opaque. Whoever gets a handle from a *_create / *_load call owns it
+ *   and releases it with the matching *_free; *_free(NULL) does nothing.
+ * - Strings are UTF-8. Returned `const char*` stay valid as long as their owner.
+ *
+ * Threading
+ * - inlay_model is immutable once loaded and may be shared by any number of threads
+ *   and sessions. Free it only after all of its sessions are freed.
+ * - inlay_session is one conversation; use it from one thread at a time (a call made
+ *   while another thread is inside the same session returns INLAY_ERR_BUSY).
+ *   inlay_session_cancel is the exception: it may be called from any thread.
+ * - Callbacks (on_token, progress, log sink) run on the thread that made the call
+ *   that triggers them (generate, load, or any call that logs).
+ */
+#ifndef INLAY_INLAY_H
+#define INLAY_INLAY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#if defined(_WIN32)
+#  if defined(INLAY_BUILDING_LIBRARY)
+#    define INLAY_API __declspec(dllexport)
+#  else
+#    define INLAY_API __declspec(dllimport)
+#  endif
+#else
+#  define INLAY_API __attribute__((visibility("default")))
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ABI version: bumped when an existing declaration changes incompatibly. Adding
+ * functions or appending fields to params structs does not change it. */
+#define INLAY_ABI_VERSION 1
+
+/* Returns INLAY_ABI_VERSION of the library actually loaded. */
+INLAY_API int inlay_abi_version(void);
+/* Library version string, e.g. "0.1.0". Static storage. */
+INLAY_API const char* inlay_version(void);
+
+/* ---------------------------------------------------------------- status --- */
+
+typedef enum inlay_status {
+    INLAY_OK = 0,
+    INLAY_ERR_INVALID_ARGUMENT = 1, /* null pointer, bad size, value out of range */
+    INLAY_ERR_IO = 2,               /* file cannot be opened, read or mapped */
+    INLAY_ERR_BAD_FORMAT = 3,       /* malformed file: magic, string, count, alignment... */
+    INLAY_ERR_TRUNCATED = 4,        /* file ends before the data it declares */
+    INLAY_ERR_UNSUPPORTED = 5,      /* well-formed but not supported (version, type, arch) */
+    INLAY_ERR_MISSING = 6,          /* a required tensor or metadata key is absent */
+    INLAY_ERR_SHAPE_MISMATCH = 7,   /* a tensor's shape or type contradicts the model */
+    INLAY_ERR_OUT_OF_MEMORY = 8,
+    INLAY_ERR_CANCELLED = 9,        /* stopped by inlay_session_cancel or a callback */
+    INLAY_ERR_CONTEXT_FULL = 10,    /* the session's context length is exhausted */
+    INLAY_ERR_KV_FULL = 11,         /* no KV cache memory left for the request */
+    INLAY_ERR_BUFFER_TOO_SMALL = 12,/* size-query convention: see *required */
+    INLAY_ERR_BUSY = 13,            /* the session is in use by another thread */
+    INLAY_ERR_INVALID_TOKEN = 14,   /* a token id outside the vocabulary */
+    INLAY_ERR_INVALID_UTF8 = 15,    /* text input is not valid UTF-8 */
+    INLAY_ERR_INTERNAL = 99         /* a bug in inlay: please report it */
+} inlay_status;
+
+/* "INLAY_OK", "INLAY_ERR_IO", ...; "INLAY_ERR_UNKNOWN" for other values. Static storage. */
+INLAY_API const char* inlay_status_name(inlay_status status);
+/* Message of the last failing call on this thread ("" if none). Valid until the
+ * next inlay call on this thread. */
+INLAY_API const char* inlay_last_error(void);
+
+/* ------------------------------------------------------------------- log --- */
+
+typedef enum inlay_log_level {
+    INLAY_LOG_DEBUG = 0,
+    INLAY_LOG_INFO = 1,
+    INLAY_LOG_WARN = 2,
+    INLAY_LOG_ERROR = 3,
+    INLAY_LOG_NONE = 4
+} inlay_log_level;
+
+/* Receives one complete message (no trailing newline). May be called from any
+ * thread that is inside an inlay call; must be thread-safe. */
+typedef void (*inlay_log_fn)(inlay_log_level level, const char* message, void* user);
+
+/* Installs the process-wide log sink (NULL restores the default: WARN and above to
+ * stderr) and the minimum level delivered. Thread-safe. */
+INLAY_API void inlay_set_log_sink(inlay_log_fn sink, inlay_log_level min_level, void* user);
+
+/* ----------------------------------------------------------------- model --- */
+
+typedef struct inlay_model inlay_model;
+
+/* Load progress in [0, 1]. Return false to abort the load (INLAY_ERR_CANCELLED). */
+typedef bool (*inlay_progress_fn)(float progress, void* user);
+
+typedef struct inlay_model_params {
+    size_t struct_size;          /* sizeof(inlay_model_params), set by init */
+    int32_t n_threads;           /* CPU threads for compute; 0 = number of cores */
+    int32_t context_length;      /* max tokens per session; 0 = the model's own */
+    inlay_progress_fn progress;  /* optional */
+    void* progress_user;
+} inlay_model_params;
+
+INLAY_API void inlay_model_params_init(inlay_model_params* params);
+
+/* Loads a GGUF model. The file is memory-mapped; weights stay on disk pages until
+ * used. On success *out_model owns the model. */
+INLAY_API inlay_status inlay_model_load(const char* path, const inlay_model_params* params,
+                                        inlay_model** out_model);
+INLAY_API void inlay_model_free(inlay_model* model);
+
+typedef struct inlay_model_info {
+    size_t struct_size;          /* set by the caller: sizeof(inlay_model_info) */
+    const char* architecture;    /* "llama", ...; owned by the model */
+    const char* name;            /* general.name or ""; owned by the model */
+    int64_t n_params;            /* total weight elements */
+    int64_t file_bytes;          /* size of the weights file */
+    int32_t n_vocab;
+    int32_t n_embd;
+    int32_t n_layers;
+    int32_t n_heads;
+    int32_t n_kv_heads;
+    int32_t head_dim;
+    int32_t n_ff;
+    int32_t context_length;      /* effective per-session limit */
+    int32_t train_context_length;/* from the file */
+    int32_t bos_token;           /* -1 if none */
+    int32_t eos_token;           /* -1 if none */
+} inlay_model_info;
+
+/* Fills *info. info->struct_size must be set by the caller. */
+INLAY_API inlay_status inlay_model_get_info(const inlay_model* model, inlay_model_info* info);
+
+/* ------------------------------------------------------------- tokenizer --- */
+
+/* Size-query convention: if capacity is too small (or out is NULL with capacity 0),
+ * *required receives the needed count and INLAY_ERR_BUFFER_TOO_SMALL is returned
+ * (INLAY_OK when out is NULL and capacity 0 would also be reasonable, but callers can
+ * rely on BUFFER_TOO_SMALL plus *required). */
+
+typedef enum inlay_tokenize_flags {
+    INLAY_TOKENIZE_ADD_BOS = 1,       /* prepend BOS if the model's vocabulary asks for it */
+    INLAY_TOKENIZE_PARSE_SPECIAL = 2  /* turn special-token text such as "<s>" into its id */
+} inlay_tokenize_flags;
+
+/* Tokenizes `len` bytes of UTF-8 `text` (not NUL-terminated) into out[0..capacity).
+ * *n_tokens receives the number written, or the number required. */
+INLAY_API inlay_status inlay_tokenize(const inlay_model* model, const char* text, size_t len,
+                                      uint32_t flags, int32_t* out, size_t capacity,
+                                      size_t* n_tokens);
+
+/* Writes the text of tokens[0..n) into out[0..capacity) and NUL-terminates it.
+ * *length receives the byte length without the NUL (needed capacity is length+1).
+ * Control tokens (BOS/EOS) render as nothing unless render_special is true. */
+INLAY_API inlay_status inlay_detokenize(const inlay_model* model, const int32_t* tokens,
+                                        size_t n, bool render_special, char* out,
+                                        size_t capacity, size_t* length);
+
+/* --------------------------------------------------------------- session --- */
+
+typedef struct inlay_session inlay_session;
+
+typedef struct inlay_session_params {
+    size_t struct_size;
+    int32_t context_length;  /* 0 = the model's context_length */
+} inlay_session_params;
+
+INLAY_API void inlay_session_params_init(inlay_session_params* params);
+
+/* A session is one conversation: it keeps its token history and KV cache so that a
+ * later generate call only processes the new tokens. */
+INLAY_API inlay_status inlay_session_create(inlay_model* model, const inlay_session_params* params,
+                                            inlay_session** out_session);
+INLAY_API void inlay_session_free(inlay_session* session);
+
+/* Forgets history and KV; the session can start a new conversation. */
+INLAY_API inlay_status inlay_session_reset(inlay_session* session);
+
+/* Number of tokens in the session's history (prompt and generated). */
+INLAY_API inlay_status inlay_session_n_tokens(const inlay_session* session, size_t* n_tokens);
+
+/* Requests that a running generate call on this session stop. Safe from any thread
+ * and from callbacks; the generate call returns INLAY_ERR_CANCELLED after at most one
+ * more token. A cancel that arrives while no call runs is ignored. */
+INLAY_API inlay_status inlay_session_cancel(inlay_session* session);
+
+/* Called for every generated token with the text it completes. `piece` is valid UTF-8
+ * (a token that ends inside a multi-byte character yields "" and the character comes
+ * with the token that completes it) and valid only during the call. Return false to
+ * stop generation (the result then has stop_reason INLAY_STOP_CALLBACK). */
+typedef bool (*inlay_token_fn)(int32_t token, const char* piece, size_t piece_len, void* user);
+
+typedef struct inlay_generate_params {
+    size_t struct_size;
+    int32_t max_tokens;          /* generation budget; default 256; 0 = only prefill */
+    /* sampling: temperature <= 0 means greedy */
+    float temperature;           /* default 0.8 */
+    int32_t top_k;               /* default 40; 0 = off */
+    float top_p;                 /* default 0.95; 1 = off */
+    float min_p;                 /* default 0.05; 0 = off */
+    float repeat_penalty;        /* default 1.0 (off) */
+    float frequency_penalty;     /* default 0 */
+    float presence_penalty;      /* default 0 */
+    int32_t penalty_last_n;      /* window of recent tokens; default 64; -1 = context */
+    uint64_t seed;               /* default 0xFFFFFFFFFFFFFFFF = random */
+    /* stopping */
+    bool ignore_eos;             /* default false: stop at end-of-generation tokens */
+    const char* const* stop;     /* optional array of stop strings, n_stop long */
+    size_t n_stop;
+    /* prompt handling */
+    bool add_bos;                /* default true: prepend BOS at the start of a conversation
+                                    when the vocabulary asks for it */
+    bool parse_special;          /* default true: "<s>" etc. in the prompt become special ids */
+    /* streaming */
+    inlay_token_fn on_token;     /* optional */
+    void* user;
+} inlay_generate_params;
+
+INLAY_API void inlay_generate_params_init(inlay_generate_params* params);
+
+typedef enum inlay_stop_reason {
+    INLAY_STOP_NONE = 0,        /* max_tokens was 0 */
+    INLAY_STOP_EOG = 1,         /* end-of-generation token */
+    INLAY_STOP_MAX_TOKENS = 2,
+    INLAY_STOP_STRING = 3,      /* a stop string appeared (it is not part of the text) */
+    INLAY_STOP_CALLBACK = 4,    /* on_token returned false */
+    INLAY_STOP_CANCELLED = 5,
+    INLAY_STOP_CONTEXT_FULL = 6
+} inlay_stop_reason;
+
+typedef struct inlay_result inlay_result;
+
+/* Appends `prompt` (UTF-8, NUL-terminated; may be "") to the conversation and
+ * generates. With an empty history and add_bos, BOS starts the conversation. On
+ * INLAY_OK, INLAY_ERR_CANCELLED and INLAY_ERR_CONTEXT_FULL, *out_result (if out_result
+ * is not NULL) holds what was produced and must be freed. */
+INLAY_API inlay_status inlay_session_generate(inlay_session* session, const char* prompt,
+                                              const inlay_generate_params* params,
+                                              inlay_result** out_result);
+
+/* Same, with the new tokens given as ids (nothing is added, not even BOS). */
+INLAY_API inlay_status inlay_session_generate_tokens(inlay_session* session, const int32_t* tokens,
+                                                     size_t n_tokens,
+                                                     const inlay_generate_params* params,
+                                                     inlay_result** out_result);
+
+INLAY_API void inlay_result_free(inlay_result* result);
+/* Generated text (NUL-terminated, UTF-8), owned by the result. */
+INLAY_API const char* inlay_result_text(const inlay_result* result);
+/* Generated token ids, owned by the result; *n receives the count. */
+INLAY_API const int32_t* inlay_result_tokens(const inlay_result* result, size_t* n);
+/* Prompt token ids processed by this call (BOS included if added). */
+INLAY_API const int32_t* inlay_result_prompt_tokens(const inlay_result* result, size_t* n);
+INLAY_API inlay_stop_reason inlay_result_stop_reason(const inlay_result* result);
+
+typedef struct inlay_timings {
+    size_t struct_size;       /* set by the caller */
+    int64_t prompt_tokens;    /* tokens prefilled by this call */
+    int64_t generated_tokens;
+    double prefill_s;         /* wall time of the prompt batch */
+    double decode_s;          /* wall time of the single-token steps */
+    double prefill_tokens_per_s;
+    double decode_tokens_per_s;
+} inlay_timings;
+
+INLAY_API inlay_status inlay_result_timings(const inlay_result* result, inlay_timings* timings);
+
+/* Teacher-forced scoring: appends tokens[0..n) to the session and writes the logits
+ * predicting the token after each of them into logits[i * n_vocab .. (i+1) * n_vocab).
+ * `logits` must hold n * n_vocab floats (capacity is the number of floats). */
+INLAY_API inlay_status inlay_session_eval_logits(inlay_session* session, const int32_t* tokens,
+                                                 size_t n, float* logits, size_t capacity);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* INLAY_INLAY_H */

@@ -1,0 +1,35 @@
+// A read-only memory mapping of a whole file. Zero-copy tensor views point into it,
+// so it must outlive them; it is move-only.
+#pragma once
+
+#include <cstddef>
+#include <span>
+#include <string>
+
+namespace inlay {
+
+class MappedFile {
+public:
+    MappedFile() = default;
+    // Maps `path`; throws Error(INLAY_ERR_IO) naming the file and the system error.
+    explicit MappedFile(const std::string& path);
+    ~MappedFile();
+    MappedFile(MappedFile&& other) noexcept;
+    MappedFile& operator=(MappedFile&& other) noexcept;
+    MappedFile(const MappedFile&) = delete;
+    MappedFile& operator=(const MappedFile&) = delete;
+
+    [[nodiscard]] std::span<const std::byte> bytes() const { return {data_, size_}; }
+    [[nodiscard]] const std::byte* data() const { return data_; }
+    [[nodiscard]] size_t size() const { return size_; }
+    [[nodiscard]] const std::string& path() const { return path_; }
+
+private:
+    void release() noexcept;
+
+    std::string path_;
+    const std::byte* data_ = nullptr;
+    size_t size_ = 0;
+};
+
+}  // namespace inlay

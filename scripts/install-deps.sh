@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Installs inlay's build and test dependencies from Debian packages (bookworm or
+# later). Run as root, or with sudo available. Idempotent.
+set -euo pipefail
+packages=(
+  build-essential cmake pkg-config
+  libfmt-dev nlohmann-json3-dev libpcre2-dev libsentencepiece-dev
+  catch2 libbenchmark-dev
+  python3
+)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "install-deps: all packages present"
+  exit 0
+fi
+SUDO=""
+[ "$(id -u)" -eq 0 ] || SUDO="sudo"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -q
+$SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Builds inlay and runs every test. This is the README's test command; CI runs it too.
+#   scripts/test.sh                      Release build in build/, all tests
+#   scripts/test.sh --sanitize=address,undefined   the same under sanitizers, in build-asan/
+set -euo pipefail
+cd "$(dirname "$0")/.."
+sanitize=""
+for arg in "$@"; do
+  case "$arg" in
+    --sanitize=*) sanitize="${arg#--sanitize=}" ;;
+    *) echo "usage: $0 [--sanitize=LIST]" >&2; exit 2 ;;
+  esac
+done
+jobs=$(nproc)
+if [ -n "$sanitize" ]; then
+  dir="build-${sanitize//,/-}"
+  cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DINLAY_SANITIZE="$sanitize" \
+    -DINLAY_BENCH=OFF -DINLAY_WERROR=ON
+  export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:strict_string_checks=1
+  export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+  export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
+else
+  dir=build
+  cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=Release -DINLAY_WERROR=ON
+fi
+cmake --build "$dir" -j"$jobs"
+ctest --test-dir "$dir" --output-on-failure -j"$jobs"

@@ -1,0 +1,22 @@
+#include "support/test_paths.h"
+
+namespace inlay::test {
+
+std::filesystem::path shared_dir() {
+    if (const char* env = std::getenv("INLAY_SHARED_DIR"); env && *env) return env;
+    return INLAY_SHARED_DIR;
+}
+
+std::filesystem::path testdata(const std::string& relative) { return shared_dir() / "testdata" / relative; }
+
+std::filesystem::path binary_dir() { return INLAY_BINARY_DIR; }
+std::filesystem::path source_dir() { return INLAY_SOURCE_DIR; }
+
+std::filesystem::path scratch_dir(const std::string& name) {
+    auto dir = binary_dir() / "test-scratch" / name;
+    std::filesystem::remove_all(dir);
+    std::filesystem::create_directories(dir);
+    return dir;
+}
+
+}  // namespace inlay::test
