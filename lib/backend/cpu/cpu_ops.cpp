@@ -1,0 +1,115 @@
+// CpuBackend's element-wise and row-wise ops: embedding lookup, RMSNorm, RoPE,
+// SiLU-gating, residual add and row gathering.
+#include <cmath>
+#include <cstring>
+
+#include "backend/cpu/cpu_backend.h"
+#include "core/error.h"
+#include "quant/quantize.h"
+
+namespace inlay {
+namespace {
+
+void require_size(const CpuBackend::Buffer& b, int64_t n, const char* op, const char* what) {
+    if (n < 0 || b.size() < static_cast<size_t>(n))
+        fail(INLAY_ERR_INTERNAL, "CpuBackend::{}: {} holds {} floats, needs {}", op, what, b.size(), n);
+}
+
+}  // namespace
+
+void CpuBackend::embed(const Weight& table, std::span<const int32_t> ids, Buffer& out) {
+    const int64_t dim = table.n_cols;
+    require_size(out, static_cast<int64_t>(ids.size()) * dim, "embed", "out");
+    for (const int32_t id : ids)
+        if (id < 0 || id >= table.n_rows)
+            fail(INLAY_ERR_INVALID_TOKEN, "token id {} is outside the vocabulary [0, {})", id, table.n_rows);
+    pool_.parallel_for(ids.size(), [&](size_t b, size_t e) {
+        for (size_t t = b; t < e; ++t)
+            quant::dequantize_row(table.type, table.row(ids[t]), out.ptr() + t * static_cast<size_t>(dim), dim);
+    });
+}
+
+void CpuBackend::rms_norm(const Buffer& x, const Weight& weight, float eps, int64_t n_rows, int64_t dim, Buffer& out) {
+    require_size(x, n_rows * dim, "rms_norm", "x");
+    require_size(out, n_rows * dim, "rms_norm", "out");
+    if (weight.type != DType::F32 || weight.n_cols * weight.n_rows != dim)
+        fail(INLAY_ERR_INTERNAL, "rms_norm: weight of {} elements for rows of {}", weight.n_cols * weight.n_rows, dim);
+    const auto* w = reinterpret_cast<const float*>(weight.data);
+    auto norm_rows = [&](size_t b, size_t e) {
+        for (size_t r = b; r < e; ++r) {
+            const float* xr = x.ptr() + r * static_cast<size_t>(dim);
+            float* yr = out.ptr() + r * static_cast<size_t>(dim);
+            double sum = 0.0;  // double, as ggml does: the mean of squares of thousands of values
+            for (int64_t i = 0; i < dim; ++i) sum += static_cast<double>(xr[i]) * xr[i];
+            const float scale = 1.0f / std::sqrt(static_cast<float>(sum / static_cast<double>(dim)) + eps);
+            for (int64_t i = 0; i < dim; ++i) yr[i] = xr[i] * scale * w[i];
+        }
+    };
+    if (n_rows * dim < 16384) norm_rows(0, static_cast<size_t>(n_rows));
+    else pool_.parallel_for(static_cast<size_t>(n_rows), norm_rows);
+}
+
+void CpuBackend::rope(Buffer& x, int64_t n_heads, int64_t head_dim, const BatchLayout& layout,
+                      const RopeParams& rope) {
+    const int64_t n_tokens = layout.n_tokens();
+    require_size(x, n_tokens * n_heads * head_dim, "rope", "x");
+    if (rope.n_rot <= 0 || rope.n_rot > head_dim || rope.n_rot % 2 != 0)
+        fail(INLAY_ERR_INTERNAL, "rope: n_rot {} invalid for head_dim {}", rope.n_rot, head_dim);
+    const int64_t half = rope.n_rot / 2;
+    pool_.parallel_for(static_cast<size_t>(n_tokens), [&](size_t b, size_t e) {
+        std::vector<float> cos_t(static_cast<size_t>(half)), sin_t(static_cast<size_t>(half));
+        for (size_t t = b; t < e; ++t) {
+            const double pos = static_cast<double>(layout.positions[t]) * rope.freq_scale;
+            for (int64_t i = 0; i < half; ++i) {
+                double theta = pos * std::pow(static_cast<double>(rope.freq_base),
+                                              -2.0 * static_cast<double>(i) / static_cast<double>(rope.n_rot));
+                if (rope.freq_factors) theta /= rope.freq_factors[i];
+                cos_t[static_cast<size_t>(i)] = static_cast<float>(std::cos(theta));
+                sin_t[static_cast<size_t>(i)] = static_cast<float>(std::sin(theta));
+            }
+            for (int64_t h = 0; h < n_heads; ++h) {
+                float* v = x.ptr() + (t * static_cast<size_t>(n_heads) + static_cast<size_t>(h)) * static_cast<size_t>(head_dim);
+                for (int64_t i = 0; i < half; ++i) {
+                    const int64_t i0 = rope.style == RopeStyle::normal ? 2 * i : i;
+                    const int64_t i1 = rope.style == RopeStyle::normal ? 2 * i + 1 : i + half;
+                    const float x0 = v[i0], x1 = v[i1];
+                    const float c = cos_t[static_cast<size_t>(i)], s = sin_t[static_cast<size_t>(i)];
+                    v[i0] = x0 * c - x1 * s;
+                    v[i1] = x0 * s + x1 * c;
+                }
+            }
+        }
+    });
+}
+
+void CpuBackend::silu_mul(Buffer& gate, const Buffer& up, int64_t n) {
+    require_size(gate, n, "silu_mul", "gate");
+    require_size(up, n, "silu_mul", "up");
+    auto body = [&](size_t b, size_t e) {
+        float* g = gate.ptr();
+        const float* u = up.ptr();
+        for (size_t i = b; i < e; ++i) g[i] = g[i] / (1.0f + std::exp(-g[i])) * u[i];
+    };
+    if (n < 16384) body(0, static_cast<size_t>(n));
+    else pool_.parallel_for(static_cast<size_t>(n), body, 16);
+}
+
+void CpuBackend::add(Buffer& x, const Buffer& y, int64_t n) {
+    require_size(x, n, "add", "x");
+    require_size(y, n, "add", "y");
+    float* a = x.ptr();
+    const float* b = y.ptr();
+    for (int64_t i = 0; i < n; ++i) a[i] += b[i];
+}
+
+void CpuBackend::gather_rows(const Buffer& x, std::span<const int32_t> rows, int64_t row_length, Buffer& out) {
+    require_size(out, static_cast<int64_t>(rows.size()) * row_length, "gather_rows", "out");
+    const auto len = static_cast<size_t>(row_length);
+    for (size_t i = 0; i < rows.size(); ++i) {
+        if (rows[i] < 0 || (static_cast<size_t>(rows[i]) + 1) * len > x.size())
+            fail(INLAY_ERR_INTERNAL, "gather_rows: row {} outside the buffer", rows[i]);
+        std::memcpy(out.ptr() + i * len, x.ptr() + static_cast<size_t>(rows[i]) * len, len * sizeof(float));
+    }
+}
+
+}  // namespace inlay
