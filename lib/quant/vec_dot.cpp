@@ -1,0 +1,82 @@
+#include "quant/vec_dot.h"
+
+#include "core/error.h"
+#include "quant/kernels.h"
+#include "quant/quantize.h"
+
+namespace inlay::quant {
+namespace {
+
+void check_known(DType type, const char* what) {
+    if (!dtype_from_id(static_cast<uint32_t>(type))) {
+        fail(INLAY_ERR_INVALID_ARGUMENT, "{}: unknown type {}", what, static_cast<uint32_t>(type));
+    }
+    if (type == DType::Q8_K) fail(INLAY_ERR_UNSUPPORTED, "{}: q8_K is an activation type, not a weight type", what);
+}
+
+}  // namespace
+
+DType vec_dot_type(DType weight) {
+    check_known(weight, "vec_dot_type");
+    switch (weight) {
+        case DType::F32:
+        case DType::F16:
+        case DType::BF16: return weight;
+        case DType::Q8_0:
+        case DType::Q4_0:
+        case DType::Q1_0: return DType::Q8_0;
+        case DType::Q4_K:
+        case DType::Q5_K:
+        case DType::Q6_K: return DType::Q8_K;
+        case DType::Q8_K: break;
+    }
+    fail(INLAY_ERR_INTERNAL, "vec_dot_type: unhandled type {}", dtype_name(weight));
+}
+
+void quantize_activations(DType act_type, const float* x, void* out, int64_t n) {
+    if (!dtype_from_id(static_cast<uint32_t>(act_type))) {
+        fail(INLAY_ERR_INVALID_ARGUMENT, "quantize_activations: unknown type {}", static_cast<uint32_t>(act_type));
+    }
+    const int64_t block = dtype_traits(act_type).block_elems;
+    if (n < 0 || n % block != 0) {
+        fail(INLAY_ERR_INVALID_ARGUMENT, "quantize_activations: {} elements is not a multiple of {}'s block of {}", n,
+             dtype_name(act_type), block);
+    }
+    if (n > 0 && (x == nullptr || out == nullptr)) fail(INLAY_ERR_INVALID_ARGUMENT, "quantize_activations: null pointer");
+    if (n == 0) return;
+    if (detail::quantize_activations_avx2(act_type, x, out, n)) return;
+    quantize_row(act_type, x, out, n);
+}
+
+VecDotFn vec_dot_kernel(DType weight) {
+    check_known(weight, "vec_dot_kernel");
+    if (VecDotFn fast = detail::avx2_kernel(weight)) return fast;
+    return detail::reference_kernel(weight);
+}
+
+VecDotFn vec_dot_kernel_reference(DType weight) {
+    check_known(weight, "vec_dot_kernel_reference");
+    return detail::reference_kernel(weight);
+}
+
+void vec_dot_rows(DType weight, int64_t n, int64_t n_rows, float* result, const void* w, size_t w_stride,
+                  const void* x_row) {
+    check_known(weight, "vec_dot_rows");
+    const int64_t block = dtype_traits(weight).block_elems;
+    if (n <= 0 || n % block != 0) {
+        fail(INLAY_ERR_INVALID_ARGUMENT, "vec_dot_rows: {} elements is not a positive multiple of {}'s block of {}", n,
+             dtype_name(weight), block);
+    }
+    if (n_rows < 0) fail(INLAY_ERR_INVALID_ARGUMENT, "vec_dot_rows: negative row count {}", n_rows);
+    if (n_rows == 0) return;
+    if (result == nullptr || w == nullptr || x_row == nullptr) fail(INLAY_ERR_INVALID_ARGUMENT, "vec_dot_rows: null pointer");
+    if (detail::VecDotRowsFn rows = detail::avx2_rows_kernel(weight)) {
+        rows(n, n_rows, result, w, w_stride, x_row);
+        return;
+    }
+    const VecDotFn kernel = vec_dot_kernel(weight);
+    const auto* base = static_cast<const std::byte*>(w);
+    for (int64_t r = 0; r < n_rows; ++r) kernel(n, result + r, base + static_cast<size_t>(r) * w_stride, x_row);
+}
+
+}  // namespace inlay::quant

@@ -1,0 +1,216 @@
+// Every dot kernel (fast and reference) against a float64 dot of the dequantized rows,
+// and vec_dot_rows against per-row calls.
+//
+// Tolerance, relative to S = sum |w_i * x_i| of the dequantized values:
+//   float types: 2 * (n + 8) * 2^-24 (the classic bound for n float additions);
+//   quantized types: 2 * (n_blocks + 16) * 2^-24 (integer sums are exact; the float work
+//   is a few products per block and one addition per block), plus the rounding of the
+//   float dequantization itself (cancellation in d*sc*q - dmin*m): 4 * 2^-24 * S.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "core/error.h"
+#include "quant/quantize.h"
+#include "quant/vec_dot.h"
+#include "quant_test_util.h"
+
+using namespace inlay;
+using namespace inlay::test;
+
+namespace {
+
+struct Rows {
+    Bytes w;
+    Bytes x;
+    std::vector<float> wf;
+    std::vector<float> xf;
+};
+
+Rows make_rows(DType type, const std::vector<float>& w, const std::vector<float>& x) {
+    const auto n = static_cast<int64_t>(w.size());
+    const DType act = quant::vec_dot_type(type);
+    Rows r{Bytes(*row_bytes(type, n)), Bytes(*row_bytes(act, n)), std::vector<float>(w.size()),
+           std::vector<float>(w.size())};
+    quant::quantize_row(type, w.data(), r.w.data(), n);
+    quant::quantize_activations(act, x.data(), r.x.data(), n);
+    quant::dequantize_row(type, r.w.data(), r.wf.data(), n);
+    quant::dequantize_row(act, r.x.data(), r.xf.data(), n);
+    return r;
+}
+
+double tolerance(DType type, int64_t n, double abs_sum) {
+    const double u = std::ldexp(1.0, -24);
+    if (is_float_type(type)) return 2.0 * static_cast<double>(n + 8) * u * abs_sum + 1e-30;
+    const double blocks = static_cast<double>(n / dtype_traits(type).block_elems);
+    return (2.0 * (blocks + 16) + 4.0) * u * abs_sum + 1e-30;
+}
+
+void check_dot(DType type, const Rows& r, int64_t n) {
+    double expect = 0, abs_sum = 0;
+    for (size_t i = 0; i < static_cast<size_t>(n); ++i) {
+        const double p = static_cast<double>(r.wf[i]) * r.xf[i];
+        expect += p;
+        abs_sum += std::fabs(p);
+    }
+    float fast = NAN, ref = NAN;
+    quant::vec_dot_kernel(type)(n, &fast, r.w.data(), r.x.data());
+    quant::vec_dot_kernel_reference(type)(n, &ref, r.w.data(), r.x.data());
+    INFO(dtype_name(type) << " n=" << n << " expect " << expect << " sum|wx| " << abs_sum);
+    REQUIRE(std::fabs(fast - expect) <= tolerance(type, n, abs_sum));
+    REQUIRE(std::fabs(ref - expect) <= tolerance(type, n, abs_sum));
+}
+
+}  // namespace
+
+TEST_CASE("vec_dot_type pairs weights with activations", "[quant][vec_dot]") {
+    using quant::vec_dot_type;
+    REQUIRE(vec_dot_type(DType::F32) == DType::F32);
+    REQUIRE(vec_dot_type(DType::F16) == DType::F16);
+    REQUIRE(vec_dot_type(DType::BF16) == DType::BF16);
+    REQUIRE(vec_dot_type(DType::Q8_0) == DType::Q8_0);
+    REQUIRE(vec_dot_type(DType::Q4_0) == DType::Q8_0);
+    REQUIRE(vec_dot_type(DType::Q1_0) == DType::Q8_0);
+    REQUIRE(vec_dot_type(DType::Q4_K) == DType::Q8_K);
+    REQUIRE(vec_dot_type(DType::Q5_K) == DType::Q8_K);
+    REQUIRE(vec_dot_type(DType::Q6_K) == DType::Q8_K);
+    auto status_of = [](auto&& fn) {
+        try {
+            fn();
+        } catch (const Error& e) {
+            return e.status();
+        }
+        return INLAY_OK;
+    };
+    REQUIRE(status_of([] { (void)vec_dot_type(DType::Q8_K); }) == INLAY_ERR_UNSUPPORTED);
+    REQUIRE(status_of([] { (void)quant::vec_dot_kernel(DType::Q8_K); }) == INLAY_ERR_UNSUPPORTED);
+    REQUIRE(status_of([] { (void)quant::vec_dot_kernel(static_cast<DType>(5)); }) == INLAY_ERR_INVALID_ARGUMENT);
+    float out[2];
+    std::vector<uint8_t> buf(4096);
+    REQUIRE(status_of([&] { quant::vec_dot_rows(DType::Q4_K, 100, 1, out, buf.data(), 144, buf.data()); }) ==
+            INLAY_ERR_INVALID_ARGUMENT);
+    REQUIRE(status_of([&] { quant::vec_dot_rows(DType::Q4_K, 256, -1, out, buf.data(), 144, buf.data()); }) ==
+            INLAY_ERR_INVALID_ARGUMENT);
+    REQUIRE(status_of([&] { quant::vec_dot_rows(DType::Q4_K, 256, 1, out, nullptr, 144, buf.data()); }) ==
+            INLAY_ERR_INVALID_ARGUMENT);
+    REQUIRE(status_of([&] { quant::vec_dot_rows(DType::Q4_K, 256, 0, out, nullptr, 144, nullptr); }) == INLAY_OK);
+    REQUIRE(status_of([&] { quant::quantize_activations(DType::Q8_K, nullptr, buf.data(), 256); }) ==
+            INLAY_ERR_INVALID_ARGUMENT);
+    REQUIRE(status_of([&] { quant::quantize_activations(DType::Q8_0, nullptr, buf.data(), 48); }) ==
+            INLAY_ERR_INVALID_ARGUMENT);
+}
+
+TEST_CASE("dot kernels match a float64 dot of the dequantized rows", "[quant][vec_dot]") {
+    std::mt19937 rng(2024);
+    for (DType type : kWeightTypes) {
+        const int64_t block = std::max<int64_t>(dtype_traits(type).block_elems,
+                                                dtype_traits(quant::vec_dot_type(type)).block_elems);
+        std::vector<int64_t> lengths = {block, 2 * block, 3 * block, 2048, 4096, 5 * 1024 + 512};
+        if (is_float_type(type)) lengths.insert(lengths.end(), {1, 7, 8, 31, 33, 100, 1001});
+        for (int64_t n : lengths) {
+            if (n % block != 0) continue;
+            for (int rep = 0; rep < 6; ++rep) {
+                const float ws = std::exp2(static_cast<float>(rep) - 3.0f);
+                const Rows r = make_rows(type, random_row(rng, n, ws), random_row(rng, n, 1.0f / ws));
+                check_dot(type, r, n);
+            }
+        }
+    }
+}
+
+TEST_CASE("dot kernels on random block bytes and extreme quants", "[quant][vec_dot]") {
+    // Random bit patterns reach every level (including Q4_0's -8, Q6_K's -32 and int8
+    // scales of -128); the activations include +-127 everywhere to probe 16-bit overflow.
+    std::mt19937 rng(77);
+    for (DType type : {DType::Q8_0, DType::Q4_0, DType::Q1_0, DType::Q4_K, DType::Q5_K, DType::Q6_K}) {
+        const DType act = quant::vec_dot_type(type);
+        const int64_t n = 1024;
+        const auto& wt = dtype_traits(type);
+        const auto& at = dtype_traits(act);
+        for (int rep = 0; rep < 48; ++rep) {
+            Rows r{Bytes(*row_bytes(type, n)), Bytes(*row_bytes(act, n)), std::vector<float>(n), std::vector<float>(n)};
+            fill_random(rng, r.w.u8(), r.w.size);
+            // weights: random bytes, or all bits set (every level and scale at its maximum);
+            // activations: random, all +127 or all -127
+            const int pattern = rep % 6;
+            if (pattern % 2 == 1) std::memset(r.w.u8(), 0xff, r.w.size);
+            const int x_mode = pattern / 2;
+            for (size_t b = 0; b < r.w.size / wt.block_bytes; ++b) {
+                uint8_t* blk = r.w.u8() + b * wt.block_bytes;
+                if (type == DType::Q6_K) {
+                    put_u16(blk + 208, random_f16(rng, true));
+                } else {
+                    put_u16(blk, random_f16(rng, type != DType::Q4_K && type != DType::Q5_K));
+                    if (type == DType::Q4_K || type == DType::Q5_K) put_u16(blk + 2, random_f16(rng));
+                }
+            }
+            // Activations: random quants in -127..127 with a consistent bsums field for Q8_K.
+            std::uniform_int_distribution<int> q(-127, 127);
+            for (size_t b = 0; b < r.x.size / at.block_bytes; ++b) {
+                uint8_t* blk = r.x.u8() + b * at.block_bytes;
+                const int nq = static_cast<int>(at.block_elems);
+                const int qoff = act == DType::Q8_K ? 4 : 2;
+                for (int i = 0; i < nq; ++i) {
+                    const int v = x_mode == 1 ? 127 : x_mode == 2 ? -127 : q(rng);
+                    blk[qoff + i] = static_cast<uint8_t>(static_cast<int8_t>(v));
+                }
+                if (act == DType::Q8_K) {
+                    const float d = 0.01f * static_cast<float>(b + 1);
+                    std::memcpy(blk, &d, 4);
+                    for (int j = 0; j < 16; ++j) {
+                        int s = 0;
+                        for (int i = 0; i < 16; ++i) s += static_cast<int8_t>(blk[4 + 16 * j + i]);
+                        const auto s16 = static_cast<int16_t>(s);
+                        std::memcpy(blk + 260 + 2 * j, &s16, 2);
+                    }
+                } else {
+                    put_u16(blk, random_f16(rng));
+                }
+            }
+            quant::dequantize_row(type, r.w.data(), r.wf.data(), n);
+            quant::dequantize_row(act, r.x.data(), r.xf.data(), n);
+            INFO("pattern " << pattern << " rep " << rep);
+            check_dot(type, r, n);
+        }
+    }
+}
+
+TEST_CASE("vec_dot_rows equals per-row dots", "[quant][vec_dot]") {
+    std::mt19937 rng(31337);
+    for (DType type : kWeightTypes) {
+        const int64_t n = 1536;
+        const auto rb = *row_bytes(type, n);
+        for (int64_t n_rows : {1, 2, 3, 4, 5, 7, 8, 13}) {
+            for (size_t pad : {size_t{0}, size_t{4}}) {  // padded rows: the stride is honoured
+                const size_t stride = rb + pad;
+                Bytes w(stride * static_cast<size_t>(n_rows));
+                for (int64_t r = 0; r < n_rows; ++r) {
+                    const auto row = random_row(rng, n);
+                    quant::quantize_row(type, row.data(), w.u8() + static_cast<size_t>(r) * stride, n);
+                }
+                const auto xf = random_row(rng, n);
+                const DType act = quant::vec_dot_type(type);
+                Bytes x(*row_bytes(act, n));
+                quant::quantize_activations(act, xf.data(), x.data(), n);
+                std::vector<float> got(static_cast<size_t>(n_rows) + 1, 12345.0f);
+                quant::vec_dot_rows(type, n, n_rows, got.data(), w.data(), stride, x.data());
+                REQUIRE(got.back() == 12345.0f);  // nothing written past n_rows
+                std::vector<float> wf(static_cast<size_t>(n)), xd(static_cast<size_t>(n));
+                quant::dequantize_row(act, x.data(), xd.data(), n);
+                for (int64_t r = 0; r < n_rows; ++r) {
+                    const uint8_t* wr = w.u8() + static_cast<size_t>(r) * stride;
+                    float one = NAN;
+                    quant::vec_dot_kernel(type)(n, &one, wr, x.data());
+                    quant::dequantize_row(type, wr, wf.data(), n);
+                    double abs_sum = 0;
+                    for (size_t i = 0; i < wf.size(); ++i) abs_sum += std::fabs(static_cast<double>(wf[i]) * xd[i]);
+                    INFO(dtype_name(type) << " rows " << n_rows << " row " << r);
+                    // Same integer sums; only the order of the float additions may differ.
+                    REQUIRE(std::fabs(got[static_cast<size_t>(r)] - one) <= tolerance(type, n, abs_sum));
+                }
+            }
+        }
+    }
+}
