@@ -155,9 +155,10 @@ void encode_q4_0(std::vector<std::byte>& out, std::span<const float> x) {
 }
 
 void encode_q1_0(std::vector<std::byte>& out, std::span<const float> x) {
-    double sum = 0.0;
+    // Summed in float, in order, as llama.cpp's reference does (d must round the same way).
+    float sum = 0.0f;
     for (float v : x) sum += std::fabs(v);
-    append(out, f32_to_f16_portable(static_cast<float>(sum / static_cast<double>(x.size()))));
+    append(out, f32_to_f16_portable(sum / static_cast<float>(x.size())));
     for (size_t byte = 0; byte < 16; ++byte) {
         uint8_t bits = 0;
         for (size_t b = 0; b < 8; ++b) {
