@@ -1,0 +1,106 @@
+// Dot-kernel micro-benchmarks: vec_dot_rows over a whole weight matrix (one activation
+// row, as in decoding), reported as GB/s of weights read, and quantize_activations.
+//
+// Shapes: 576 rows x 1536 (a small model's ffn_down, fits in L2) and 4096 x 4096 (a 7B
+// model's attention projection, tens of MB: memory-bound).
+#include <benchmark/benchmark.h>
+
+#include <cstdint>
+#include <random>
+#include <vector>
+
+#include "core/dtype.h"
+#include "quant/quantize.h"
+#include "quant/vec_dot.h"
+
+namespace {
+
+using inlay::DType;
+
+std::vector<float> random_floats(size_t n, uint32_t seed) {
+    std::mt19937 rng(seed);
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    std::vector<float> v(n);
+    for (auto& x : v) x = normal(rng);
+    return v;
+}
+
+// Rows of `type` in a buffer of 4-byte words (alignment for every block type).
+struct Matrix {
+    std::vector<uint32_t> storage;
+    size_t row_bytes = 0;
+    Matrix(DType type, int64_t rows, int64_t cols) : row_bytes(*inlay::row_bytes(type, cols)) {
+        storage.resize((row_bytes * static_cast<size_t>(rows) + 3) / 4);
+        const auto src = random_floats(static_cast<size_t>(cols), 1);
+        auto* base = reinterpret_cast<uint8_t*>(storage.data());
+        // One quantized row copied everywhere is enough for timing, and fast to build.
+        inlay::quant::quantize_row(type, src.data(), base, cols);
+        for (int64_t r = 1; r < rows; ++r) std::copy(base, base + row_bytes, base + static_cast<size_t>(r) * row_bytes);
+    }
+    [[nodiscard]] const void* data() const { return storage.data(); }
+};
+
+void bm_vec_dot_rows(benchmark::State& state, DType type, bool reference) {
+    const int64_t rows = state.range(0);
+    const int64_t cols = state.range(1);
+    const Matrix w(type, rows, cols);
+    const DType act = inlay::quant::vec_dot_type(type);
+    const auto xf = random_floats(static_cast<size_t>(cols), 2);
+    std::vector<uint32_t> x((*inlay::row_bytes(act, cols) + 3) / 4);
+    inlay::quant::quantize_activations(act, xf.data(), x.data(), cols);
+    std::vector<float> out(static_cast<size_t>(rows));
+    const auto kernel = inlay::quant::vec_dot_kernel_reference(type);
+    for (auto _ : state) {
+        if (reference) {
+            const auto* base = static_cast<const uint8_t*>(w.data());
+            for (int64_t r = 0; r < rows; ++r) kernel(cols, &out[static_cast<size_t>(r)], base + static_cast<size_t>(r) * w.row_bytes, x.data());
+        } else {
+            inlay::quant::vec_dot_rows(type, cols, rows, out.data(), w.data(), w.row_bytes, x.data());
+        }
+        benchmark::DoNotOptimize(out.data());
+        benchmark::ClobberMemory();
+    }
+    state.SetBytesProcessed(state.iterations() * rows * static_cast<int64_t>(w.row_bytes));
+}
+
+void bm_quantize_activations(benchmark::State& state, DType act) {
+    const int64_t n = state.range(0);
+    const auto x = random_floats(static_cast<size_t>(n), 3);
+    std::vector<uint32_t> out((*inlay::row_bytes(act, n) + 3) / 4);
+    for (auto _ : state) {
+        inlay::quant::quantize_activations(act, x.data(), out.data(), n);
+        benchmark::DoNotOptimize(out.data());
+        benchmark::ClobberMemory();
+    }
+    state.SetItemsProcessed(state.iterations() * n);
+    state.SetBytesProcessed(state.iterations() * n * static_cast<int64_t>(sizeof(float)));
+}
+
+const DType kWeightTypes[] = {DType::F32,  DType::F16,  DType::BF16, DType::Q8_0, DType::Q4_0,
+                              DType::Q1_0, DType::Q4_K, DType::Q5_K, DType::Q6_K};
+
+int register_all() {
+    for (DType t : kWeightTypes) {
+        const std::string name(inlay::dtype_name(t));
+        benchmark::RegisterBenchmark(("vec_dot_rows/" + name).c_str(), bm_vec_dot_rows, t, false)
+            ->Args({576, 1536})
+            ->Args({4096, 4096})
+            ->Unit(benchmark::kMicrosecond);
+        benchmark::RegisterBenchmark(("vec_dot_rows_reference/" + name).c_str(), bm_vec_dot_rows, t, true)
+            ->Args({576, 1536})
+            ->Unit(benchmark::kMicrosecond);
+    }
+    for (DType t : {DType::Q8_0, DType::Q8_K, DType::F16, DType::BF16}) {
+        benchmark::RegisterBenchmark(("quantize_activations/" + std::string(inlay::dtype_name(t))).c_str(),
+                                     bm_quantize_activations, t)
+            ->Arg(1536)
+            ->Arg(4096);
+    }
+    return 0;
+}
+
+const int registered = register_all();
+
+}  // namespace
+
+BENCHMARK_MAIN();
