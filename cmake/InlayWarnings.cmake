@@ -1,7 +1,7 @@
 # Warnings for inlay's own targets (not for dependencies).
 function(inlay_set_warnings target)
   target_compile_options(${target} PRIVATE -Wall -Wextra -Wpedantic -Wshadow -Wnon-virtual-dtor
-    -Wcast-align -Wunused -Woverloaded-virtual -Wnull-dereference -Wimplicit-fallthrough
+    -Wcast-align -Wunused -Woverloaded-virtual -Wimplicit-fallthrough
     $<$<COMPILE_LANGUAGE:CXX>:-Wold-style-cast>)
   if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU" AND CMAKE_CXX_COMPILER_VERSION VERSION_LESS 13)
     # GCC 12 reports -Wrestrict inside std::string for plain assignments (GCC PR 105329).

@@ -1,7 +1,10 @@
 #include "core/thread_pool.h"
 
-#include <algorithm>
 #include <utility>
+
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #if defined(__x86_64__) || defined(_M_X64)
 #include <immintrin.h>
@@ -10,15 +13,11 @@
 #define INLAY_CPU_RELAX() ((void)0)
 #endif
 
-#include <linux/futex.h>
-#include <sys/syscall.h>
-#include <unistd.h>
-
 namespace inlay {
 namespace {
 
-// Raw futexes: libstdc++ 12's std::atomic::wait can lose wake-ups (seen here as a
-// hang), so the pool sleeps and wakes through the kernel directly.
+// Raw futexes: libstdc++ 12's std::atomic::wait lost wake-ups here (a hang), so the
+// pool sleeps and wakes through the kernel directly.
 void futex_wait(std::atomic<uint32_t>& word, uint32_t expected) {
     ::syscall(SYS_futex, reinterpret_cast<uint32_t*>(&word), FUTEX_WAIT_PRIVATE, expected, nullptr, nullptr, 0);
 }
@@ -27,15 +26,17 @@ void futex_wake_all(std::atomic<uint32_t>& word) {
 }
 
 // Spin this many rounds before sleeping: covers the gap between the regions of one
-// forward pass (tens of microseconds) without burning a core when idle.
-constexpr int kSpinRounds = 20000;
+// forward pass without burning a core when the pool is idle.
+constexpr int kSpinRounds = 4000;
+constexpr uint64_t kChunkMask = 0xffffffffu;
+
 }  // namespace
 
 ThreadPool::ThreadPool(int n_threads) {
     if (n_threads <= 0) n_threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
     n_threads_ = n_threads;
     workers_.reserve(static_cast<size_t>(n_threads_ - 1));
-    for (int i = 1; i < n_threads_; ++i) workers_.emplace_back([this, i] { worker_loop(i); });
+    for (int i = 1; i < n_threads_; ++i) workers_.emplace_back([this] { worker_loop(); });
 }
 
 ThreadPool::~ThreadPool() {
@@ -45,59 +46,72 @@ ThreadPool::~ThreadPool() {
     for (auto& t : workers_) t.join();
 }
 
-void ThreadPool::run_task(int ith) noexcept {
-    try {
-        task_(task_ctx_, ith, n_threads_);
-    } catch (...) {
-        std::lock_guard lock(error_mutex_);
-        if (!error_) error_ = std::current_exception();
+void ThreadPool::work_on(uint32_t gen) noexcept {
+    for (;;) {
+        in_flight_.fetch_add(1, std::memory_order_acq_rel);
+        uint64_t w = work_.load(std::memory_order_acquire);
+        bool claimed = false;
+        while ((w >> 32) == gen && (w & kChunkMask) < n_chunks_) {
+            if (work_.compare_exchange_weak(w, w + 1, std::memory_order_acq_rel, std::memory_order_acquire)) {
+                claimed = true;
+                break;
+            }
+        }
+        if (!claimed) {
+            in_flight_.fetch_sub(1, std::memory_order_acq_rel);
+            return;
+        }
+        // A successful claim in region `gen` means the caller is still inside run_impl,
+        // so task_ and task_ctx_ are those of this region.
+        try {
+            task_(task_ctx_, static_cast<size_t>(w & kChunkMask));
+        } catch (...) {
+            std::lock_guard lock(error_mutex_);
+            if (!error_) error_ = std::current_exception();
+        }
+        in_flight_.fetch_sub(1, std::memory_order_acq_rel);
     }
 }
 
-void ThreadPool::run_impl(TaskFn fn, void* ctx) {
+void ThreadPool::run_impl(size_t n_chunks, ChunkFn fn, void* ctx) {
     std::lock_guard region(region_mutex_);
-    if (n_threads_ == 1) {
-        fn(ctx, 0, 1);
-        return;
-    }
+    const uint32_t gen = generation_.load(std::memory_order_relaxed) + 1;
     task_ = fn;
     task_ctx_ = ctx;
+    n_chunks_ = n_chunks;
     error_ = nullptr;
-    pending_.store(static_cast<uint32_t>(n_threads_ - 1), std::memory_order_relaxed);
-    generation_.fetch_add(1, std::memory_order_acq_rel);  // publishes task_ and pending_
-    futex_wake_all(generation_);
+    work_.store(static_cast<uint64_t>(gen) << 32, std::memory_order_release);  // publishes the task
+    // seq_cst store then load (against the workers' seq_cst announce-then-check): at
+    // least one side sees the other, so a sleeping worker is woken. A miss would only
+    // leave it asleep for this region, since the caller can do every chunk itself.
+    generation_.store(gen, std::memory_order_seq_cst);
+    if (sleepers_.load(std::memory_order_seq_cst) > 0) futex_wake_all(generation_);
 
-    run_task(0);
-
-    for (int spins = 0; pending_.load(std::memory_order_acquire) != 0;) {
-        if (++spins < kSpinRounds) {
-            INLAY_CPU_RELAX();
-        } else {
-            const uint32_t p = pending_.load(std::memory_order_acquire);
-            if (p != 0) futex_wait(pending_, p);
-        }
-    }
-    task_ = nullptr;
+    work_on(gen);
+    // All chunks are claimed; wait for the ones still running elsewhere.
+    while (in_flight_.load(std::memory_order_acquire) != 0) INLAY_CPU_RELAX();
     if (error_) std::rethrow_exception(std::exchange(error_, nullptr));
 }
 
-void ThreadPool::worker_loop(int ith) {
-    // Generation 0 is the pool's initial state; reading the counter here instead could
-    // skip a region that started before this thread did.
-    uint32_t seen = 0;
+void ThreadPool::worker_loop() {
+    uint32_t seen = 0;  // the pool's initial generation
     for (;;) {
         uint32_t now = generation_.load(std::memory_order_acquire);
         for (int spins = 0; now == seen; now = generation_.load(std::memory_order_acquire)) {
             if (++spins < kSpinRounds) {
                 INLAY_CPU_RELAX();
-            } else {
-                futex_wait(generation_, seen);
+                continue;
             }
+            sleepers_.fetch_add(1, std::memory_order_seq_cst);
+            // Re-check after announcing ourselves: a region published before the
+            // announcement would not have woken us.
+            if (generation_.load(std::memory_order_seq_cst) == seen) futex_wait(generation_, seen);
+            sleepers_.fetch_sub(1, std::memory_order_acq_rel);
+            spins = 0;
         }
         seen = now;
         if (stop_.load(std::memory_order_acquire)) return;
-        run_task(ith);
-        if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) futex_wake_all(pending_);
+        work_on(now);
     }
 }
 

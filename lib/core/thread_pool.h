@@ -1,20 +1,25 @@
 // ThreadPool: a fixed set of worker threads that run one parallel region at a time.
 //
 // Decoding a token runs a few hundred short parallel regions (one per matmul,
-// attention, ...), so waking workers must cost microseconds: workers spin briefly
-// on an atomic generation counter before they sleep on it (a futex). The calling thread takes part as thread 0.
+// attention, ...), so a region must start and end in microseconds. A region is a
+// number of chunks; the calling thread and the workers claim chunks from one atomic
+// counter until none are left. Workers spin briefly on a generation counter and then
+// sleep on a futex. Because the caller claims chunks too, a region never waits for a
+// worker that the OS has not scheduled (2-core machines running other work): the
+// caller simply does the remaining chunks itself.
 //
 // Regions from different threads are serialised by a mutex, so one pool can serve
-// several sessions at once. A task must not start another region (no nesting).
+// several sessions at once. A chunk must not start another region (no nesting).
 #pragma once
 
 #include <algorithm>
 #include <atomic>
-#include <cstdint>
 #include <cstddef>
+#include <cstdint>
 #include <exception>
 #include <mutex>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 namespace inlay {
@@ -27,50 +32,64 @@ public:
     ThreadPool(const ThreadPool&) = delete;
     ThreadPool& operator=(const ThreadPool&) = delete;
 
+    // Threads that work on a region, the caller included.
     [[nodiscard]] int size() const { return n_threads_; }
 
-    // Calls fn(thread_index, n_threads) once on each of the pool's threads and
-    // returns when all have finished. An exception thrown by fn is rethrown here.
+    // Calls fn(chunk) for every chunk in [0, n_chunks), spread over the pool's threads,
+    // and returns when all have finished. An exception thrown by fn is rethrown here
+    // (the remaining chunks still run).
     template <class Fn>
-    void run(Fn&& fn) {
-        run_impl(
-            [](void* ctx, int ith, int nth) { (*static_cast<std::remove_reference_t<Fn>*>(ctx))(ith, nth); },
-            static_cast<void*>(&fn));
+    void run(size_t n_chunks, Fn&& fn) {
+        if (n_chunks == 0) return;
+        if (n_threads_ == 1 || n_chunks == 1) {
+            for (size_t c = 0; c < n_chunks; ++c) fn(c);
+            return;
+        }
+        run_impl(n_chunks,
+                 [](void* ctx, size_t chunk) { (*static_cast<std::remove_reference_t<Fn>*>(ctx))(chunk); },
+                 static_cast<void*>(&fn));
     }
 
-    // Splits [0, n) into one contiguous range per thread and calls fn(begin, end) for
-    // each non-empty range. `align` rounds range borders to a multiple (e.g. so that
-    // threads never share a cache line of output).
+    // Splits [0, n) into contiguous ranges and calls fn(begin, end) for each. Range
+    // borders are multiples of `align` (e.g. so threads never share output cache lines).
     template <class Fn>
     void parallel_for(size_t n, Fn&& fn, size_t align = 1) {
         if (n == 0) return;
-        if (n_threads_ == 1 || n <= align) {
+        const size_t units = (n + align - 1) / align;
+        // A few chunks per thread balance uneven progress without much claiming traffic.
+        const size_t chunks = std::min(units, static_cast<size_t>(n_threads_) * kChunksPerThread);
+        if (n_threads_ == 1 || chunks <= 1) {
             fn(size_t{0}, n);
             return;
         }
-        run([&](int ith, int nth) {
-            const size_t chunks = (n + align - 1) / align;
-            const size_t begin = std::min(n, chunks * static_cast<size_t>(ith) / static_cast<size_t>(nth) * align);
-            const size_t end = std::min(n, chunks * static_cast<size_t>(ith + 1) / static_cast<size_t>(nth) * align);
+        run(chunks, [&](size_t c) {
+            const size_t begin = std::min(n, units * c / chunks * align);
+            const size_t end = std::min(n, units * (c + 1) / chunks * align);
             if (begin < end) fn(begin, end);
         });
     }
 
 private:
-    using TaskFn = void (*)(void* ctx, int ith, int nth);
+    static constexpr size_t kChunksPerThread = 4;
+    using ChunkFn = void (*)(void* ctx, size_t chunk);
 
-    void run_impl(TaskFn fn, void* ctx);
-    void worker_loop(int ith);
-    void run_task(int ith) noexcept;
+    void run_impl(size_t n_chunks, ChunkFn fn, void* ctx);
+    void worker_loop();
+    // Claims and runs chunks of the region of generation `gen` until none are left.
+    void work_on(uint32_t gen) noexcept;
 
     int n_threads_;
     std::vector<std::thread> workers_;
     std::mutex region_mutex_;  // one region at a time
 
-    TaskFn task_ = nullptr;
+    ChunkFn task_ = nullptr;
     void* task_ctx_ = nullptr;
-    std::atomic<uint32_t> generation_{0};
-    std::atomic<uint32_t> pending_{0};
+    size_t n_chunks_ = 0;
+    // High 32 bits: generation of the current region; low 32 bits: next chunk to claim.
+    std::atomic<uint64_t> work_{0};
+    std::atomic<uint32_t> generation_{0};  // futex word the workers sleep on
+    std::atomic<uint32_t> in_flight_{0};   // threads between "about to claim" and "done"
+    std::atomic<uint32_t> sleepers_{0};
     std::atomic<bool> stop_{false};
     std::mutex error_mutex_;
     std::exception_ptr error_;

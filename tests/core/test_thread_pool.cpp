@@ -1,7 +1,6 @@
 #include <catch2/catch.hpp>
 
 #include <atomic>
-#include <numeric>
 #include <stdexcept>
 #include <thread>
 #include <vector>
@@ -10,19 +9,18 @@
 
 using inlay::ThreadPool;
 
-TEST_CASE("run calls every thread once per region", "[thread_pool]") {
+// Catch2 assertions are not thread-safe: tasks count what they see; the test checks after.
+
+TEST_CASE("run calls every chunk exactly once per region", "[thread_pool]") {
     for (int n : {1, 2, 3, 8}) {
         ThreadPool pool(n);
         REQUIRE(pool.size() == n);
-        for (int region = 0; region < 200; ++region) {
-            std::vector<std::atomic<int>> hits(static_cast<size_t>(n));
-            std::atomic<int> wrong_nth{0};
-            pool.run([&](int ith, int nth) {
-                if (nth != n) wrong_nth.fetch_add(1);
-                hits[static_cast<size_t>(ith)].fetch_add(1);
-            });
-            REQUIRE(wrong_nth.load() == 0);
-            for (auto& h : hits) REQUIRE(h.load() == 1);
+        for (size_t chunks : {size_t{1}, size_t{2}, size_t{7}, size_t{64}}) {
+            for (int region = 0; region < 100; ++region) {
+                std::vector<std::atomic<int>> hits(chunks);
+                pool.run(chunks, [&](size_t c) { hits[c].fetch_add(1); });
+                for (auto& h : hits) REQUIRE(h.load() == 1);
+            }
         }
     }
 }
@@ -34,7 +32,7 @@ TEST_CASE("parallel_for covers the range exactly once, aligned", "[thread_pool]"
             std::vector<std::atomic<int>> seen(n);
             std::atomic<int> bad_range{0};
             pool.parallel_for(n, [&](size_t b, size_t e) {
-                if (b >= e || e > n || (e != n && e % align != 0)) bad_range.fetch_add(1);
+                if (b >= e || e > n || (e != n && e % align != 0) || b % align != 0) bad_range.fetch_add(1);
                 for (size_t i = b; i < e && i < n; ++i) seen[i].fetch_add(1);
             }, align);
             REQUIRE(bad_range.load() == 0);
@@ -43,33 +41,54 @@ TEST_CASE("parallel_for covers the range exactly once, aligned", "[thread_pool]"
     }
 }
 
-TEST_CASE("exceptions in tasks reach the caller and the pool stays usable", "[thread_pool]") {
+TEST_CASE("work spreads over the pool's threads", "[thread_pool]") {
+    ThreadPool pool(2);
+    std::atomic<int> other_thread{0};
+    const auto caller = std::this_thread::get_id();
+    for (int i = 0; i < 200 && other_thread.load() == 0; ++i) {
+        pool.run(64, [&](size_t) {
+            if (std::this_thread::get_id() != caller) other_thread.fetch_add(1);
+            volatile double x = 0;
+            for (int k = 0; k < 2000; ++k) x = x + k;
+        });
+    }
+    REQUIRE(other_thread.load() > 0);
+}
+
+TEST_CASE("exceptions in chunks reach the caller and the pool stays usable", "[thread_pool]") {
     ThreadPool pool(3);
-    REQUIRE_THROWS_AS(pool.run([](int ith, int) { if (ith == 2) throw std::runtime_error("boom"); }),
-                      std::runtime_error);
+    REQUIRE_THROWS_AS(pool.run(9, [](size_t c) { if (c == 5) throw std::runtime_error("boom"); }), std::runtime_error);
     std::atomic<int> count{0};
-    pool.run([&](int, int) { count.fetch_add(1); });
-    REQUIRE(count.load() == 3);
+    pool.run(9, [&](size_t) { count.fetch_add(1); });
+    REQUIRE(count.load() == 9);
 }
 
 TEST_CASE("regions from several threads are serialised, not mixed", "[thread_pool]") {
     ThreadPool pool(2);
     std::atomic<long> total{0};
-    std::atomic<int> mixed{0};  // Catch2 assertions are not thread-safe: count, check later
+    std::atomic<int> mixed{0};
     std::vector<std::thread> callers;
     for (int c = 0; c < 4; ++c) {
         callers.emplace_back([&] {
             for (int i = 0; i < 500; ++i) {
                 std::atomic<int> in_region{0};
-                pool.run([&](int, int) {
+                pool.run(4, [&](size_t) {
                     in_region.fetch_add(1);
                     total.fetch_add(1);
                 });
-                if (in_region.load() != 2) mixed.fetch_add(1);
+                if (in_region.load() != 4) mixed.fetch_add(1);
             }
         });
     }
     for (auto& t : callers) t.join();
     REQUIRE(mixed.load() == 0);
-    REQUIRE(total.load() == 4 * 500 * 2);
+    REQUIRE(total.load() == 4 * 500 * 4);
+}
+
+TEST_CASE("idle workers sleep and wake for the next region", "[thread_pool]") {
+    ThreadPool pool(3);
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));  // long enough for workers to sleep
+    std::atomic<int> count{0};
+    pool.run(30, [&](size_t) { count.fetch_add(1); });
+    REQUIRE(count.load() == 30);
 }

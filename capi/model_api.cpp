@@ -1,0 +1,115 @@
+// C ABI: model loading, information, tokenization.
+#include <cstring>
+
+#include "capi/capi_common.h"
+#include "capi/handles.h"
+#include "core/utf8.h"
+
+using inlay::capi::guarded;
+using inlay::capi::require_arg;
+using inlay::capi::require_params;
+
+extern "C" {
+
+INLAY_API void inlay_model_params_init(inlay_model_params* params) {
+    if (!params) return;
+    std::memset(params, 0, sizeof(*params));
+    params->struct_size = sizeof(*params);
+}
+
+INLAY_API inlay_status inlay_model_load(const char* path, const inlay_model_params* params, inlay_model** out_model) {
+    if (out_model) *out_model = nullptr;
+    return guarded("inlay_model_load", [&] {
+        require_arg(path != nullptr, "inlay_model_load", "path is NULL");
+        require_arg(out_model != nullptr, "inlay_model_load", "out_model is NULL");
+        require_params(params, "inlay_model_load", "inlay_model_params");
+        inlay_model_params p;
+        inlay_model_params_init(&p);
+        if (params) std::memcpy(&p, params, std::min(params->struct_size, sizeof(p)));
+        require_arg(p.n_threads >= 0 && p.n_threads <= 1024, "inlay_model_load", "n_threads must be in [0, 1024]");
+        require_arg(p.context_length >= 0, "inlay_model_load", "context_length must not be negative");
+        inlay::ModelOptions options;
+        options.n_threads = p.n_threads;
+        options.context_length = p.context_length;
+        if (p.progress) {
+            options.progress = [fn = p.progress, user = p.progress_user](float f) { return fn(f, user); };
+        }
+        auto handle = std::make_unique<inlay_model>();
+        handle->model = inlay::Model::load(path, options);
+        *out_model = handle.release();
+    });
+}
+
+INLAY_API void inlay_model_free(inlay_model* model) { delete model; }
+
+INLAY_API inlay_status inlay_model_get_info(const inlay_model* model, inlay_model_info* info) {
+    return guarded("inlay_model_get_info", [&] {
+        require_arg(model != nullptr, "inlay_model_get_info", "model is NULL");
+        require_arg(info != nullptr, "inlay_model_get_info", "info is NULL");
+        require_params(info, "inlay_model_get_info", "inlay_model_info");
+        inlay_model_info out{};
+        const inlay::Model& m = *model->model;
+        const inlay::DecoderSpec& s = m.spec();
+        out.struct_size = info->struct_size;
+        out.architecture = s.architecture.c_str();
+        out.name = m.name().c_str();
+        out.n_params = m.n_params();
+        out.file_bytes = static_cast<int64_t>(m.weights().file_bytes());
+        out.n_vocab = static_cast<int32_t>(s.n_vocab);
+        out.n_embd = static_cast<int32_t>(s.n_embd);
+        out.n_layers = static_cast<int32_t>(s.n_layers);
+        out.n_heads = static_cast<int32_t>(s.n_heads);
+        out.n_kv_heads = static_cast<int32_t>(s.n_kv_heads);
+        out.head_dim = static_cast<int32_t>(s.head_dim);
+        out.n_ff = static_cast<int32_t>(s.n_ff);
+        out.context_length = static_cast<int32_t>(m.context_length());
+        out.train_context_length = static_cast<int32_t>(s.context_length);
+        out.bos_token = m.tokenizer().bos();
+        out.eos_token = m.tokenizer().eos();
+        // Older callers may pass a shorter struct: copy only what they have room for.
+        std::memcpy(info, &out, std::min(info->struct_size, sizeof(out)));
+    });
+}
+
+INLAY_API inlay_status inlay_tokenize(const inlay_model* model, const char* text, size_t len, uint32_t flags,
+                                      int32_t* out, size_t capacity, size_t* n_tokens) {
+    return guarded("inlay_tokenize", [&] {
+        require_arg(model != nullptr, "inlay_tokenize", "model is NULL");
+        require_arg(text != nullptr || len == 0, "inlay_tokenize", "text is NULL");
+        require_arg(n_tokens != nullptr, "inlay_tokenize", "n_tokens is NULL");
+        require_arg(out != nullptr || capacity == 0, "inlay_tokenize", "out is NULL with a nonzero capacity");
+        require_arg((flags & ~3u) == 0, "inlay_tokenize", "unknown flags");
+        const std::string_view sv(text ? text : "", len);
+        inlay::require_valid_utf8(sv, "inlay_tokenize: text");
+        const inlay::Tokenizer& tok = model->model->tokenizer();
+        std::vector<int32_t> ids;
+        if ((flags & INLAY_TOKENIZE_ADD_BOS) && tok.add_bos() && tok.bos() >= 0) ids.push_back(tok.bos());
+        const auto body = tok.encode(sv, (flags & INLAY_TOKENIZE_PARSE_SPECIAL) != 0);
+        ids.insert(ids.end(), body.begin(), body.end());
+        *n_tokens = ids.size();
+        if (ids.size() > capacity)
+            inlay::fail(INLAY_ERR_BUFFER_TOO_SMALL, "inlay_tokenize: {} tokens do not fit in a capacity of {}",
+                        ids.size(), capacity);
+        if (!ids.empty()) std::memcpy(out, ids.data(), ids.size() * sizeof(int32_t));
+    });
+}
+
+INLAY_API inlay_status inlay_detokenize(const inlay_model* model, const int32_t* tokens, size_t n,
+                                        bool render_special, char* out, size_t capacity, size_t* length) {
+    return guarded("inlay_detokenize", [&] {
+        require_arg(model != nullptr, "inlay_detokenize", "model is NULL");
+        require_arg(tokens != nullptr || n == 0, "inlay_detokenize", "tokens is NULL");
+        require_arg(length != nullptr, "inlay_detokenize", "length is NULL");
+        require_arg(out != nullptr || capacity == 0, "inlay_detokenize", "out is NULL with a nonzero capacity");
+        const inlay::Tokenizer& tok = model->model->tokenizer();
+        const std::string text = tok.decode(std::span<const int32_t>(tokens, n), render_special, /*at_start=*/true);
+        *length = text.size();
+        if (text.size() + 1 > capacity)
+            inlay::fail(INLAY_ERR_BUFFER_TOO_SMALL, "inlay_detokenize: {} bytes (+1 for the NUL) do not fit in {}",
+                        text.size(), capacity);
+        std::memcpy(out, text.data(), text.size());
+        out[text.size()] = '\0';
+    });
+}
+
+}  // extern "C"

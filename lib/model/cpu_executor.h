@@ -1,0 +1,32 @@
+// CpuExecutor: Executor over Decoder<CpuBackend>.
+#pragma once
+
+#include <memory>
+
+#include "backend/cpu/cpu_backend.h"
+#include "model/decoder.h"
+#include "model/executor.h"
+
+namespace inlay {
+
+class CpuExecutor final : public Executor {
+public:
+    // Largest number of tokens run through the decoder at once; longer prompts are split.
+    static constexpr int64_t kMaxBatch = 512;
+    static constexpr int64_t kBlockSize = 16;
+
+    CpuExecutor(int n_threads, const DecoderSpec& spec, const WeightSource& source);
+
+    [[nodiscard]] const DecoderSpec& spec() const override { return decoder_->spec(); }
+    [[nodiscard]] std::unique_ptr<SequenceState> new_sequence(int64_t max_tokens) const override;
+    void eval(SequenceState& seq, std::span<const int32_t> tokens, std::span<const int32_t> logit_rows, float* logits,
+              const std::function<bool()>& cancelled) const override;
+
+    [[nodiscard]] CpuBackend& backend() const { return *backend_; }
+
+private:
+    std::unique_ptr<CpuBackend> backend_;
+    std::unique_ptr<Decoder<CpuBackend>> decoder_;
+};
+
+}  // namespace inlay

@@ -1,0 +1,68 @@
+// Decoder<B>: the forward pass of a Llama-family decoder, written once for every
+// backend and every family (differences come from DecoderSpec).
+//
+// One call processes a ragged batch: any number of tokens from one or more sequences
+// (a whole prompt chunk, or one decode token per sequence), writes their K/V into the
+// paged cache and returns logits for the rows asked for.
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <span>
+#include <vector>
+
+#include "backend/concepts.h"
+#include "io/weight_source.h"
+#include "model/decoder_spec.h"
+
+namespace inlay {
+
+// Progress of a load in [0, 1]; return false to abort (INLAY_ERR_CANCELLED).
+using ProgressFn = std::function<bool(float)>;
+
+template <Backend B>
+class Decoder {
+public:
+    using Weight = typename B::Weight;
+    using Buffer = typename B::Buffer;
+
+    struct Layer {
+        Weight attn_norm, wq, wk, wv, wo;
+        Weight ffn_norm, w_gate, w_up, w_down;
+        std::optional<Weight> q_norm, k_norm;  // qk_norm families
+    };
+
+    // Scratch activations for batches of up to `capacity` tokens. One per caller
+    // thread (sessions own theirs); reused across calls.
+    struct Workspace {
+        int64_t capacity = 0;
+        int64_t logit_capacity = 0;
+        Buffer x, xn, q, k, v, attn, gate, up, rows, logits;
+    };
+
+    // Validates every tensor's presence, type and shape against `spec` (errors name the
+    // tensor, expected and actual shape) and prepares the weights on the backend.
+    // `spec.n_vocab` must be set. The source must outlive the decoder.
+    Decoder(B& backend, const DecoderSpec& spec, const WeightSource& source);
+
+    [[nodiscard]] const DecoderSpec& spec() const { return spec_; }
+    [[nodiscard]] B& backend() const { return backend_; }
+    [[nodiscard]] KvGeometry kv_geometry(int64_t block_size, DType dtype) const;
+
+    [[nodiscard]] Workspace make_workspace(int64_t max_tokens, int64_t max_logit_rows) const;
+
+    // Runs tokens[t] (layout.positions[t], of sequence layout.seq_of_token[t]) through
+    // the model, storing K/V in `kv`, and writes the logits of the tokens listed in
+    // logit_rows to logits_out (host; logit_rows.size() * n_vocab floats).
+    void forward(std::span<const int32_t> tokens, const BatchLayout& layout, typename B::KvStorage& kv,
+                 Workspace& ws, std::span<const int32_t> logit_rows, float* logits_out) const;
+
+private:
+    B& backend_;
+    DecoderSpec spec_;
+    Weight token_embd_, output_norm_, output_;
+    std::vector<Layer> layers_;
+    std::vector<float> rope_freq_factors_;  // llama3 scaling, empty if none
+};
+
+}  // namespace inlay

@@ -1,0 +1,79 @@
+#include "model/model.h"
+
+#include <chrono>
+
+#include "core/error.h"
+#include "core/log.h"
+#include "io/gguf_reader.h"
+#include "model/cpu_executor.h"
+#include "model/families/family.h"
+
+namespace inlay {
+namespace {
+
+// Touches every page of the weights so the model is resident when loading returns
+// (not paged in during the first tokens), reporting progress as it goes.
+void prefetch_weights(const WeightSource& weights, const ProgressFn& progress) {
+    uint64_t total = 0, done = 0;
+    for (const auto& t : weights.tensors()) total += t.nbytes;
+    constexpr size_t kPage = 4096;
+    volatile unsigned char sink = 0;
+    float reported = -1.0f;
+    for (const auto& t : weights.tensors()) {
+        const auto* p = reinterpret_cast<const unsigned char*>(t.data);
+        for (size_t off = 0; off < t.nbytes; off += kPage) {
+            sink = static_cast<unsigned char>(sink + p[off]);
+        }
+        done += t.nbytes;
+        const float f = total ? static_cast<float>(static_cast<double>(done) / static_cast<double>(total)) : 1.0f;
+        if (progress && f - reported >= 0.01f) {
+            reported = f;
+            if (!progress(f * 0.95f)) fail(INLAY_ERR_CANCELLED, "model load aborted by the progress callback");
+        }
+    }
+    (void)sink;
+}
+
+}  // namespace
+
+std::unique_ptr<Model> Model::load(const std::string& path, const ModelOptions& options) {
+    const auto start = std::chrono::steady_clock::now();
+    if (options.context_length < 0) fail(INLAY_ERR_INVALID_ARGUMENT, "context_length must not be negative");
+    std::unique_ptr<Model> model(new Model());
+    model->weights_ = GgufFile::open(path);
+    const WeightSource& w = *model->weights_;
+    const Metadata& md = w.metadata();
+
+    DecoderSpec spec = spec_from_gguf_metadata(md);
+    const TensorView& embd = w.require("token_embd.weight");
+    spec.n_vocab = embd.n_dims == 2 ? embd.ne[1] : 0;
+    if (spec.n_vocab <= 0 || embd.ne[0] != spec.n_embd)
+        fail(INLAY_ERR_SHAPE_MISMATCH, "tensor 'token_embd.weight' has shape [{}, {}], expected [{}, n_vocab]",
+             embd.ne[0], embd.ne[1], spec.n_embd);
+    if (auto declared = md.get_int_opt(spec.architecture + ".vocab_size"); declared && *declared != spec.n_vocab)
+        fail(INLAY_ERR_SHAPE_MISMATCH, "{}.vocab_size = {} but token_embd.weight has {} rows", spec.architecture,
+             *declared, spec.n_vocab);
+
+    model->tokenizer_ = tokenizer_from_gguf(md);
+    if (model->tokenizer_->n_vocab() != spec.n_vocab)
+        fail(INLAY_ERR_SHAPE_MISMATCH, "the vocabulary has {} tokens but token_embd.weight has {} rows",
+             model->tokenizer_->n_vocab(), spec.n_vocab);
+
+    if (options.progress && !options.progress(0.0f)) fail(INLAY_ERR_CANCELLED, "model load aborted by the progress callback");
+    model->executor_ = std::make_unique<CpuExecutor>(options.n_threads, spec, w);
+    prefetch_weights(w, options.progress);
+
+    model->context_length_ = options.context_length > 0 ? options.context_length : spec.context_length;
+    if (model->context_length_ > spec.context_length)
+        log(LogLevel::warn, "context length {} exceeds the {} tokens '{}' was trained with", model->context_length_,
+            spec.context_length, path);
+    model->name_ = md.get_string_opt("general.name").value_or("");
+    for (const auto& t : w.tensors()) model->n_params_ += t.n_elements();
+    model->load_seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (options.progress && !options.progress(1.0f)) fail(INLAY_ERR_CANCELLED, "model load aborted by the progress callback");
+    log(LogLevel::info, "loaded '{}': {} {} layers, {} embd, {} vocab, in {:.3f} s", path, spec.architecture,
+        spec.n_layers, spec.n_embd, spec.n_vocab, model->load_seconds_);
+    return model;
+}
+
+}  // namespace inlay
