@@ -1,0 +1,57 @@
+// Sampler: picks the next token from a row of logits with llama.cpp's default chain
+//   penalties -> top_k -> top_p -> min_p -> temperature -> random draw.
+#pragma once
+
+#include <cstdint>
+#include <random>
+#include <span>
+#include <vector>
+
+#include "sampling/sampling_params.h"
+
+namespace inlay {
+
+// One per generation. Owns its random state and scratch buffers (no allocation per token
+// after the first). Not thread-safe.
+//
+// The draw is specified exactly so that a seed gives the same tokens on every platform:
+// u = (next mt19937_64 output >> 11) * 2^-53; each survivor of the chain gets the weight
+// w = exp((logit - max) / temperature) in double; walking the survivors in id order, the
+// token is the first whose running weight sum exceeds u * sum(w). Exactly one random
+// number is consumed per non-greedy sample; greedy consumes none. Truncation ties (equal
+// logits at a top_k / top_p / min_p boundary) keep the lower ids.
+class Sampler {
+public:
+    // Throws INLAY_ERR_INVALID_ARGUMENT for invalid params (see validate) or n_vocab <= 0.
+    Sampler(const SamplingParams& params, int32_t n_vocab);
+
+    // Picks the next token from raw `logits` (n_vocab of them; not modified). `history` is
+    // the conversation so far; only its last penalty_last_n tokens are read, and those must
+    // be valid ids (INLAY_ERR_INVALID_TOKEN otherwise). NaN logits are never picked; if all
+    // are NaN this throws INLAY_ERR_INTERNAL. Deterministic for a given seed and inputs.
+    int32_t sample(std::span<const float> logits, std::span<const int32_t> history);
+
+    [[nodiscard]] const SamplingParams& params() const noexcept { return params_; }
+    [[nodiscard]] int32_t n_vocab() const noexcept { return n_vocab_; }
+
+private:
+    struct Candidate {
+        float logit;
+        int32_t id;
+        double weight;  // unnormalised probability: at temperature 1 for top_p, then at the temperature
+    };
+
+    void select_top_k(std::span<const float> logits, size_t k);
+    size_t top_p_keep(double target_mass);
+    void put_in_id_order(std::span<const float> logits);
+
+    SamplingParams params_;
+    int32_t n_vocab_;
+    std::mt19937_64 rng_;
+    std::vector<float> penalized_;    // logits after penalties (only when penalties are active)
+    std::vector<int32_t> counts_;     // penalty scratch, kept all zero between calls
+    std::vector<Candidate> cands_;    // the survivors of the chain so far
+    std::vector<uint8_t> kept_;       // id-order scratch for large survivor sets
+};
+
+}  // namespace inlay
