@@ -1,0 +1,155 @@
+// inlay bench: prompt-processing (pp) and generation (tg) speed, measured like
+// llama-bench and shared/tools/llamacpp-peer/bench.sh so the numbers compare:
+//   pp: one batch of P prompt tokens (ids 100..100+P-1, modulo the vocabulary) in an
+//       empty session; rate = P / prefill_s.
+//   tg: N single-token steps after a one-token prompt (greedy, EOS ignored);
+//       rate = N / (prefill_s + decode_s).
+// One warm-up run of each, then the median of R repetitions.
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <limits>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "app.h"
+#include "args.h"
+#include "load.h"
+
+namespace inlay::cli {
+namespace {
+
+double median(std::vector<double> v) {
+    if (v.empty()) return 0.0;
+    std::sort(v.begin(), v.end());
+    const size_t m = v.size() / 2;
+    return v.size() % 2 ? v[m] : (v[m - 1] + v[m]) / 2.0;
+}
+
+double stddev(const std::vector<double>& v) {
+    if (v.size() < 2) return 0.0;
+    double mean = 0.0;
+    for (double x : v) mean += x;
+    mean /= static_cast<double>(v.size());
+    double ss = 0.0;
+    for (double x : v) ss += (x - mean) * (x - mean);
+    return std::sqrt(ss / static_cast<double>(v.size() - 1));
+}
+
+int64_t peak_rss_bytes() {
+    rusage usage{};
+    if (getrusage(RUSAGE_SELF, &usage) != 0) return -1;
+    return static_cast<int64_t>(usage.ru_maxrss) * 1024;  // Linux reports KiB
+}
+
+double run_pp(Session& session, std::span<const int32_t> prompt) {
+    session.reset();
+    GenerateOptions options;
+    options.params.max_tokens = 0;
+    const inlay_timings t = session.generate_tokens(prompt, options).timings();
+    return t.prefill_s > 0 ? static_cast<double>(prompt.size()) / t.prefill_s : 0.0;
+}
+
+double run_tg(Session& session, int32_t first_token, int32_t n_gen) {
+    session.reset();
+    GenerateOptions options;
+    options.params.max_tokens = n_gen;
+    options.params.temperature = 0.0f;
+    options.params.ignore_eos = true;
+    const int32_t prompt[] = {first_token};
+    const Result result = session.generate_tokens(prompt, options);
+    const inlay_timings t = result.timings();
+    if (t.generated_tokens != n_gen) {
+        fmt::print(stderr, "inlay bench: warning: generated {} of {} tokens ({})\n", t.generated_tokens, n_gen,
+                   stop_reason_name(result.stop_reason()));
+    }
+    const double seconds = t.prefill_s + t.decode_s;
+    return seconds > 0 ? static_cast<double>(t.generated_tokens) / seconds : 0.0;
+}
+
+}  // namespace
+
+int run_bench(std::span<const std::string_view> args) {
+    std::string model_path;
+    int32_t n_prompt = 128;
+    int32_t n_gen = 64;
+    int32_t repetitions = 5;
+    int32_t n_threads = 0;
+    bool json = false;
+    constexpr double limit = 1 << 20;
+
+    const CommandSpec spec{
+        "bench",
+        "-m MODEL [-p 128] [-n 64] [-r 5] [-t THREADS] [--json]",
+        "Measures prompt processing (pp) and generation (tg) speed; median of R runs after a warm-up.",
+        {
+            {"--model", "-m", "MODEL", "GGUF model file", &model_path, 0, 0, true},
+            {"--n-prompt", "-p", "N", "prompt tokens of the pp test; 0 skips it (default 128)", &n_prompt, 0, limit},
+            {"--n-gen", "-n", "N", "generated tokens of the tg test; 0 skips it (default 64)", &n_gen, 0, limit},
+            {"--repetitions", "-r", "R", "measured runs of each test (default 5)", &repetitions, 1, 1000},
+            {"--threads", "-t", "N", "compute threads; 0 = all cores (default)", &n_threads, 0, 1024},
+            {"--json", "", "", "print one JSON object", &json},
+        },
+    };
+    if (parse_args(spec, args).help) return exit_ok;
+
+    // Room for the longer test plus a margin, and no more: the KV cache stays small.
+    const int32_t context_length = std::max(n_prompt, n_gen + 1) + 16;
+    LoadedModel loaded = load_model(model_path, n_threads, context_length, !json);
+    Session session(loaded.model);
+    const auto n_vocab = static_cast<int32_t>(session.n_vocab());
+    std::vector<int32_t> prompt(static_cast<size_t>(n_prompt));
+    for (int32_t i = 0; i < n_prompt; ++i) prompt[static_cast<size_t>(i)] = (100 + i) % n_vocab;
+    const int32_t first_token = 100 % n_vocab;
+
+    std::vector<double> pp_samples;
+    std::vector<double> tg_samples;
+    if (n_prompt > 0) {
+        run_pp(session, prompt);  // warm-up
+        for (int32_t r = 0; r < repetitions; ++r) pp_samples.push_back(run_pp(session, prompt));
+    }
+    if (n_gen > 0) {
+        run_tg(session, first_token, n_gen);  // warm-up
+        for (int32_t r = 0; r < repetitions; ++r) tg_samples.push_back(run_tg(session, first_token, n_gen));
+    }
+    const int threads = n_threads > 0 ? n_threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    const int64_t rss = peak_rss_bytes();
+
+    if (json) {
+        const nlohmann::ordered_json out = {
+            {"model", model_path},
+            {"threads", threads},
+            {"n_prompt", n_prompt},
+            {"n_gen", n_gen},
+            {"repetitions", repetitions},
+            {"load_s", loaded.load_s},
+            {"prefill_tokens_per_s", median(pp_samples)},
+            {"decode_tokens_per_s", median(tg_samples)},
+            {"peak_rss_bytes", rss},
+            {"samples", {{"prefill_tokens_per_s", pp_samples}, {"decode_tokens_per_s", tg_samples}}},
+        };
+        write_stdout(out.dump() + "\n");
+        return exit_ok;
+    }
+    const std::string name = std::filesystem::path(model_path).filename().string();
+    std::string out = fmt::format("| {:<30} | {:>7} | {:>6} | {:>20} |\n", "model", "threads", "test", "t/s (median, ± sd)");
+    out += fmt::format("| {:-<30} | {:->7} | {:->6} | {:->20} |\n", "", "", "", "");
+    const auto row = [&](std::string_view test, const std::vector<double>& samples) {
+        out += fmt::format("| {:<30} | {:>7} | {:>6} | {:>20} |\n", name, threads, test,
+                           fmt::format("{:.2f} ± {:.2f}", median(samples), stddev(samples)));
+    };
+    if (n_prompt > 0) row(fmt::format("pp{}", n_prompt), pp_samples);
+    if (n_gen > 0) row(fmt::format("tg{}", n_gen), tg_samples);
+    out += fmt::format("\nload {:.3f} s, peak RSS {:.1f} MiB, {} repetitions after one warm-up\n", loaded.load_s,
+                       static_cast<double>(rss) / (1024.0 * 1024.0), repetitions);
+    write_stdout(out);
+    return exit_ok;
+}
+
+}  // namespace inlay::cli
