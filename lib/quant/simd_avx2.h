@@ -36,6 +36,15 @@ inline __m256i dot_u8_i8(__m256i u, __m256i s) {
 #endif
 }
 
+// acc + dot_u8_i8(u, s) (one instruction with VNNI).
+inline __m256i dot_u8_i8_add(__m256i acc, __m256i u, __m256i s) {
+#if defined(__AVX512VNNI__) && defined(__AVX512VL__)
+    return _mm256_dpbusd_epi32(acc, u, s);
+#else
+    return _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1)));
+#endif
+}
+
 // Sums of four adjacent products a[i] * b[i] of signed bytes per int32 lane (a != -128).
 inline __m256i dot_i8_i8(__m256i a, __m256i b) {
     return dot_u8_i8(_mm256_sign_epi8(a, a), _mm256_sign_epi8(b, a));
@@ -46,13 +55,20 @@ inline __m256i scaled_pairs(__m256i u, __m256i s, __m256i scale16) {
     return _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), scale16);
 }
 
-// 32 bits -> 32 bytes: byte i is 0xFF when bit i is clear, 0 when it is set.
-inline __m256i clear_bits_to_mask(uint32_t bits) {
-    const __m256i shuffle = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1,  //
-                                             2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3);
+// Bits 32k..32k+31 of the 128 bits in `bits128` (16 bytes broadcast to both lanes) ->
+// 32 bytes: byte i is 2 when bit 32k+i is set, 0 when it is clear.
+template <int K>
+inline __m256i bits_to_twos(__m256i bits128) {
+    const __m256i shuffle = _mm256_setr_epi8(4 * K, 4 * K, 4 * K, 4 * K, 4 * K, 4 * K, 4 * K, 4 * K,  //
+                                             4 * K + 1, 4 * K + 1, 4 * K + 1, 4 * K + 1, 4 * K + 1, 4 * K + 1,
+                                             4 * K + 1, 4 * K + 1,  //
+                                             4 * K + 2, 4 * K + 2, 4 * K + 2, 4 * K + 2, 4 * K + 2, 4 * K + 2,
+                                             4 * K + 2, 4 * K + 2,  //
+                                             4 * K + 3, 4 * K + 3, 4 * K + 3, 4 * K + 3, 4 * K + 3, 4 * K + 3,
+                                             4 * K + 3, 4 * K + 3);
     const __m256i select = _mm256_set1_epi64x(static_cast<int64_t>(0x8040201008040201ull));
-    const __m256i spread = _mm256_shuffle_epi8(_mm256_set1_epi32(static_cast<int32_t>(bits)), shuffle);
-    return _mm256_cmpeq_epi8(_mm256_and_si256(spread, select), _mm256_setzero_si256());
+    const __m256i spread = _mm256_and_si256(_mm256_shuffle_epi8(bits128, shuffle), select);
+    return _mm256_and_si256(_mm256_cmpeq_epi8(spread, select), _mm256_set1_epi8(2));
 }
 
 // Packs four vectors of eight int32 (each in -128..127) into 32 int8 in order.

@@ -38,8 +38,9 @@ VecDotFn vec_dot_kernel(DType weight);
 VecDotFn vec_dot_kernel_reference(DType weight);
 
 // result[r] = dot(w + r * w_stride bytes, x_row) for r < n_rows; x_row in
-// vec_dot_type(weight). Several rows are processed together where that saves loads.
-// Results equal per-row vec_dot_kernel results up to float rounding of the final sums.
+// vec_dot_type(weight). Several rows are processed together where that saves loads;
+// each result is bitwise equal to vec_dot_kernel(weight)'s for that row, so results do
+// not depend on how callers split rows (e.g. across threads).
 // Throws INLAY_ERR_INVALID_ARGUMENT if n is not a positive multiple of the block size,
 // n_rows is negative, or a pointer is null while n_rows > 0.
 void vec_dot_rows(DType weight, int64_t n, int64_t n_rows, float* result, const void* w, size_t w_stride,

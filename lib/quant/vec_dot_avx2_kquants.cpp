@@ -1,0 +1,205 @@
+// AVX2 dot kernels of the K-quants against Q8_K activations. Per super-block and row:
+// integer dot products of each sub-block (maddubs), weighted by the sub-block scales
+// (madd), one float FMA with d_w * d_x; the Q4_K / Q5_K mins and the Q6_K +32 offset
+// are applied through the activations' block sums (bsums), so they cost one madd per
+// super-block instead of work per weight.
+//
+// Row-group templates as in vec_dot_avx2.cpp: R rows share the activation loads, and a
+// row's arithmetic does not depend on R.
+#include "quant/kernels.h"
+
+#if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
+
+#include <type_traits>
+
+#include "core/half.h"
+#include "quant/blocks.h"
+#include "quant/simd_avx2.h"
+
+namespace inlay::quant::detail {
+namespace {
+
+using namespace simd;
+
+template <class T>
+const T* row_as(const uint8_t* w, size_t stride, int r) {
+    return static_cast<const T*>(static_cast<const void*>(w + static_cast<size_t>(r) * stride));
+}
+
+// The eight 6-bit scales and mins of a Q4_K / Q5_K super-block as bytes
+// [sc0..sc7, m0..m7]. With the 12 packed bytes read as 32-bit words a, b, c:
+// sc0-3 = a & 0x3f.., m0-3 = b & 0x3f.., and sc4-7 / m4-7 take their low nibbles from c
+// (low / high halves of its bytes) and their top two bits from bits 6-7 of a / b.
+inline __m128i unpack_k_scales(const uint8_t* packed) {
+    const __m128i v = _mm_setr_epi32(static_cast<int32_t>(load_u32(packed)), static_cast<int32_t>(load_u32(packed + 4)),
+                                      static_cast<int32_t>(load_u32(packed + 8)), 0);
+    const __m128i low6 = _mm_and_si128(v, _mm_set1_epi32(0x3f3f3f3f));                            // [sc0-3, m0-3, ...]
+    const __m128i top2 = _mm_and_si128(_mm_srli_epi32(v, 2), _mm_set1_epi32(0x30303030));         // [a's, b's, ...]
+    const __m128i c = _mm_shuffle_epi32(v, _MM_SHUFFLE(2, 2, 2, 2));
+    const __m128i nib = _mm_and_si128(_mm_srlv_epi32(c, _mm_setr_epi32(0, 0, 4, 4)), _mm_set1_epi32(0x0f0f0f0f));
+    const __m128i lo = _mm_shuffle_epi32(low6, _MM_SHUFFLE(1, 1, 0, 0));
+    const __m128i hi = _mm_or_si128(_mm_shuffle_epi32(top2, _MM_SHUFFLE(1, 1, 0, 0)), nib);
+    return _mm_blend_epi32(lo, hi, 0b1010);
+}
+
+// m_j * (bsums[2j] + bsums[2j+1]) in int32 lane j, from the unpacked scales.
+inline __m256i k_min_products(__m128i scales_mins, __m256i bsums) {
+    const __m128i m16 = _mm_cvtepu8_epi16(_mm_srli_si128(scales_mins, 8));
+    const __m256i pairs = _mm256_set_m128i(_mm_unpackhi_epi16(m16, m16), _mm_unpacklo_epi16(m16, m16));
+    return _mm256_madd_epi16(bsums, pairs);
+}
+
+// Shuffle broadcasting int16 lane j of a 128-bit lane to all its lanes.
+inline __m256i broadcast16_pick(int j) {
+    const int16_t both = static_cast<int16_t>((2 * j) | ((2 * j + 1) << 8));
+    return _mm256_set1_epi16(both);
+}
+
+// Bit `shift` of each byte of qh, moved to bit 4 (the fifth bit of a Q5_K level).
+template <int Shift>
+inline __m256i fifth_bit(__m256i qh) {
+    return _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, Shift), _mm256_set1_epi8(1)), 4);
+}
+
+// Q4_K (Q5 = false) and Q5_K (Q5 = true).
+template <bool Q5, int R>
+void dot_affine_k(int64_t n, float* result, const uint8_t* w, size_t stride, const void* x_row) {
+    using Block = std::conditional_t<Q5, BlockQ5_K, BlockQ4_K>;
+    const auto* x = static_cast<const BlockQ8_K*>(x_row);
+    const Block* wr[R];
+    __m256 acc[R], acc_min[R];
+    for (int r = 0; r < R; ++r) {
+        wr[r] = row_as<Block>(w, stride, r);
+        acc[r] = _mm256_setzero_ps();
+        acc_min[r] = _mm256_setzero_ps();
+    }
+    const __m256i low4 = _mm256_set1_epi8(15);
+    for (int64_t b = 0; b < n / kQK_K; ++b) {
+        const BlockQ8_K& xb = x[b];
+        const __m256i bsums = load32(xb.bsums);
+        __m256i scales16[R];  // sc0..sc7 as int16, in both 128-bit lanes
+        __m256i sumi[R];
+        __m256i qh[R];
+        for (int r = 0; r < R; ++r) {
+            const Block& wb = wr[r][b];
+            const __m128i sm = unpack_k_scales(wb.scales);
+            const __m128i sc16 = _mm_cvtepu8_epi16(sm);
+            scales16[r] = _mm256_set_m128i(sc16, sc16);
+            const __m256i mins = k_min_products(sm, bsums);
+            acc_min[r] = _mm256_fmadd_ps(_mm256_set1_ps(xb.d * f16_to_f32(wb.dmin)), _mm256_cvtepi32_ps(mins), acc_min[r]);
+            sumi[r] = _mm256_setzero_si256();
+            if constexpr (Q5) qh[r] = load32(wb.qh);
+        }
+        auto chunk = [&]<int C>() {
+            const __m256i xl = load32(xb.qs + 64 * C);
+            const __m256i xh = load32(xb.qs + 64 * C + 32);
+            for (int r = 0; r < R; ++r) {
+                const __m256i q = load32(wr[r][b].qs + 32 * C);
+                __m256i lo = _mm256_and_si256(q, low4);
+                __m256i hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), low4);
+                if constexpr (Q5) {
+                    lo = _mm256_or_si256(lo, fifth_bit<2 * C>(qh[r]));
+                    hi = _mm256_or_si256(hi, fifth_bit<2 * C + 1>(qh[r]));
+                }
+                const __m256i pl = scaled_pairs(lo, xl, _mm256_shuffle_epi8(scales16[r], broadcast16_pick(2 * C)));
+                const __m256i ph = scaled_pairs(hi, xh, _mm256_shuffle_epi8(scales16[r], broadcast16_pick(2 * C + 1)));
+                sumi[r] = _mm256_add_epi32(sumi[r], _mm256_add_epi32(pl, ph));
+            }
+        };
+        chunk.template operator()<0>();
+        chunk.template operator()<1>();
+        chunk.template operator()<2>();
+        chunk.template operator()<3>();
+        for (int r = 0; r < R; ++r) {
+            acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(xb.d * f16_to_f32(wr[r][b].d)), _mm256_cvtepi32_ps(sumi[r]), acc[r]);
+        }
+    }
+    for (int r = 0; r < R; ++r) result[r] = hsum(acc[r]) - hsum(acc_min[r]);
+}
+
+// Shuffle giving int16 lane j in the low 128-bit lane and lane j+1 in the high one.
+inline __m256i pair_pick16(int j) {
+    const auto lo = static_cast<int16_t>((2 * j) | ((2 * j + 1) << 8));
+    const auto hi = static_cast<int16_t>((2 * j + 2) | ((2 * j + 3) << 8));
+    return _mm256_setr_m128i(_mm_set1_epi16(lo), _mm_set1_epi16(hi));
+}
+
+template <int R>
+void dot_q6_k(int64_t n, float* result, const uint8_t* w, size_t stride, const void* x_row) {
+    const auto* x = static_cast<const BlockQ8_K*>(x_row);
+    const BlockQ6_K* wr[R];
+    __m256 acc[R];
+    for (int r = 0; r < R; ++r) {
+        wr[r] = row_as<BlockQ6_K>(w, stride, r);
+        acc[r] = _mm256_setzero_ps();
+    }
+    const __m256i low4 = _mm256_set1_epi8(15);
+    const __m256i low2 = _mm256_set1_epi8(3);
+    for (int64_t b = 0; b < n / kQK_K; ++b) {
+        const BlockQ8_K& xb = x[b];
+        const __m256i bsums = load32(xb.bsums);
+        __m256i sumi[R];
+        __m256i scales16[R][2];  // int16 scales 8h..8h+7 of half h, in both 128-bit lanes
+        for (int r = 0; r < R; ++r) {
+            const __m256i sc16 = _mm256_cvtepi8_epi16(load16(wr[r][b].scales));
+            scales16[r][0] = _mm256_permute2x128_si256(sc16, sc16, 0x00);
+            scales16[r][1] = _mm256_permute2x128_si256(sc16, sc16, 0x11);
+            // Levels are stored with +32: start from -32 * sum_s scale_s * bsum_s.
+            const __m256i bias = _mm256_madd_epi16(bsums, sc16);
+            sumi[r] = _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(bias, 5));
+        }
+        for (int h = 0; h < 2; ++h) {
+            const __m256i x0 = load32(xb.qs + 128 * h);
+            const __m256i x1 = load32(xb.qs + 128 * h + 32);
+            const __m256i x2 = load32(xb.qs + 128 * h + 64);
+            const __m256i x3 = load32(xb.qs + 128 * h + 96);
+            for (int r = 0; r < R; ++r) {
+                const BlockQ6_K& wb = wr[r][b];
+                const __m256i ql0 = load32(wb.ql + 64 * h);
+                const __m256i ql1 = load32(wb.ql + 64 * h + 32);
+                const __m256i qh = load32(wb.qh + 32 * h);
+                const __m256i q0 =
+                    _mm256_or_si256(_mm256_and_si256(ql0, low4), _mm256_slli_epi16(_mm256_and_si256(qh, low2), 4));
+                const __m256i q1 = _mm256_or_si256(_mm256_and_si256(ql1, low4),
+                                                   _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2), low2), 4));
+                const __m256i q2 = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql0, 4), low4),
+                                                   _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 4), low2), 4));
+                const __m256i q3 = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql1, 4), low4),
+                                                   _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 6), low2), 4));
+                // 32 values k of this half use scale 8h+2k (values 0-15) and 8h+2k+1 (16-31).
+                auto sc = [&](int k) { return _mm256_shuffle_epi8(scales16[r][h], pair_pick16(2 * k)); };
+                const __m256i p01 = _mm256_add_epi32(scaled_pairs(q0, x0, sc(0)), scaled_pairs(q1, x1, sc(1)));
+                const __m256i p23 = _mm256_add_epi32(scaled_pairs(q2, x2, sc(2)), scaled_pairs(q3, x3, sc(3)));
+                sumi[r] = _mm256_add_epi32(sumi[r], _mm256_add_epi32(p01, p23));
+            }
+        }
+        for (int r = 0; r < R; ++r) {
+            acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(xb.d * f16_to_f32(wr[r][b].d)), _mm256_cvtepi32_ps(sumi[r]), acc[r]);
+        }
+    }
+    for (int r = 0; r < R; ++r) result[r] = hsum(acc[r]);
+}
+
+}  // namespace
+
+VecDotFn avx2_kquant_kernel(DType weight) {
+    switch (weight) {
+        case DType::Q4_K: return single_row<dot_affine_k<false, 1>>;
+        case DType::Q5_K: return single_row<dot_affine_k<true, 1>>;
+        case DType::Q6_K: return single_row<dot_q6_k<1>>;
+        default: return nullptr;
+    }
+}
+
+VecDotRowsFn avx2_kquant_rows_kernel(DType weight) {
+    switch (weight) {
+        case DType::Q4_K: return row_groups<2, dot_affine_k<false, 2>, dot_affine_k<false, 1>>;
+        case DType::Q5_K: return row_groups<2, dot_affine_k<true, 2>, dot_affine_k<true, 1>>;
+        case DType::Q6_K: return row_groups<2, dot_q6_k<2>, dot_q6_k<1>>;
+        default: return nullptr;
+    }
+}
+
+}  // namespace inlay::quant::detail
+
+#endif
