@@ -21,49 +21,64 @@
 namespace inlay {
 namespace {
 
-// dot(q, k) with k stored as f16 or f32.
-float dot_kv(const float* q, const std::byte* k, int64_t n, bool f16) {
-    if (!f16) {
-        const auto* kf = reinterpret_cast<const float*>(k);
-        float s = 0.0f;
-        for (int64_t i = 0; i < n; ++i) s += q[i] * kf[i];
-        return s;
-    }
-    const auto* kh = reinterpret_cast<const uint16_t*>(k);
+// f32 path: dot(q, k) and acc = acc * scale + p * v, all in f32.
+float dot_f32(const float* q, const float* k, int64_t n) {
+    float s = 0.0f;
+    for (int64_t i = 0; i < n; ++i) s += q[i] * k[i];
+    return s;
+}
+
+void scale_add_f32(float* acc, float scale, float p, const float* v, int64_t n) {
+    for (int64_t i = 0; i < n; ++i) acc[i] = acc[i] * scale + p * v[i];
+}
+
+// f16 path, rounding where llama.cpp's CPU flash attention rounds (so that logits agree
+// to ~1e-4 rather than ~3e-3): q is rounded to f16, q.k sums exact f16 products in f32,
+// and the V accumulator itself is f16, rounded after every scale and every add.
+float dot_f16(const uint16_t* q, const uint16_t* k, int64_t n) {
     int64_t i = 0;
     float s = 0.0f;
 #if INLAY_ATTN_AVX2
     __m256 acc = _mm256_setzero_ps();
     for (; i + 8 <= n; i += 8) {
-        const __m256 kv = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kh + i)));
-        acc = _mm256_fmadd_ps(_mm256_loadu_ps(q + i), kv, acc);
+        const __m256 kv = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(k + i)));
+        const __m256 qv = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(q + i)));
+        acc = _mm256_fmadd_ps(qv, kv, acc);
     }
     __m128 r = _mm_add_ps(_mm256_castps256_ps128(acc), _mm256_extractf128_ps(acc, 1));
     r = _mm_add_ps(r, _mm_movehl_ps(r, r));
     r = _mm_add_ss(r, _mm_movehdup_ps(r));
     s = _mm_cvtss_f32(r);
 #endif
-    for (; i < n; ++i) s += q[i] * f16_to_f32(kh[i]);
+    for (; i < n; ++i) s += f16_to_f32(q[i]) * f16_to_f32(k[i]);
     return s;
 }
 
-// acc = acc * scale + p * v, with v stored as f16 or f32.
-void scale_add_kv(float* acc, float scale, float p, const std::byte* v, int64_t n, bool f16) {
+void scale_f16(uint16_t* acc, float scale, int64_t n) {
     int64_t i = 0;
-    if (f16) {
-        const auto* vh = reinterpret_cast<const uint16_t*>(v);
 #if INLAY_ATTN_AVX2
-        const __m256 vs = _mm256_set1_ps(scale), vp = _mm256_set1_ps(p);
-        for (; i + 8 <= n; i += 8) {
-            const __m256 vv = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(vh + i)));
-            _mm256_storeu_ps(acc + i, _mm256_fmadd_ps(vp, vv, _mm256_mul_ps(_mm256_loadu_ps(acc + i), vs)));
-        }
-#endif
-        for (; i < n; ++i) acc[i] = acc[i] * scale + p * f16_to_f32(vh[i]);
-        return;
+    const __m256 vs = _mm256_set1_ps(scale);
+    for (; i + 8 <= n; i += 8) {
+        auto* p = reinterpret_cast<__m128i*>(acc + i);
+        const __m256 a = _mm256_mul_ps(_mm256_cvtph_ps(_mm_loadu_si128(p)), vs);
+        _mm_storeu_si128(p, _mm256_cvtps_ph(a, _MM_FROUND_TO_NEAREST_INT));
     }
-    const auto* vf = reinterpret_cast<const float*>(v);
-    for (; i < n; ++i) acc[i] = acc[i] * scale + p * vf[i];
+#endif
+    for (; i < n; ++i) acc[i] = f32_to_f16(f16_to_f32(acc[i]) * scale);
+}
+
+void mad_f16(uint16_t* acc, const uint16_t* v, float p, int64_t n) {
+    int64_t i = 0;
+#if INLAY_ATTN_AVX2
+    const __m256 vp = _mm256_set1_ps(p);
+    for (; i + 8 <= n; i += 8) {
+        auto* a = reinterpret_cast<__m128i*>(acc + i);
+        const __m256 vv = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(v + i)));
+        const __m256 r = _mm256_fmadd_ps(vv, vp, _mm256_cvtph_ps(_mm_loadu_si128(a)));
+        _mm_storeu_si128(a, _mm256_cvtps_ph(r, _MM_FROUND_TO_NEAREST_INT));
+    }
+#endif
+    for (; i < n; ++i) acc[i] = f32_to_f16(f16_to_f32(acc[i]) + f16_to_f32(v[i]) * p);
 }
 
 }  // namespace
@@ -117,11 +132,11 @@ void CpuBackend::attention(const Buffer& q, const KvStorage& kv, int64_t layer, 
     }
     const int64_t group = n_heads / g.n_kv_heads;
     const bool f16 = g.dtype == DType::F16;
-    const size_t elem = f16 ? 2 : 4;
     const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
 
     pool_.parallel_for(static_cast<size_t>(n_tokens * n_heads), [&](size_t b, size_t e) {
         std::vector<float> scores(static_cast<size_t>(g.block_size));
+        std::vector<uint16_t> q16(static_cast<size_t>(hd)), acc16(static_cast<size_t>(hd));
         for (size_t item = b; item < e; ++item) {
             const auto t = static_cast<int64_t>(item) / n_heads;
             const auto h = static_cast<int64_t>(item) % n_heads;
@@ -129,18 +144,46 @@ void CpuBackend::attention(const Buffer& q, const KvStorage& kv, int64_t layer, 
             const int64_t n_visible = layout.positions[static_cast<size_t>(t)] + 1;  // causal
             const int64_t kvh = h / group;
             const float* qv = q.ptr() + static_cast<size_t>(item) * static_cast<size_t>(hd);
-            float* acc = out.ptr() + static_cast<size_t>(item) * static_cast<size_t>(hd);
-            std::fill(acc, acc + hd, 0.0f);
+            float* out_row = out.ptr() + static_cast<size_t>(item) * static_cast<size_t>(hd);
             float running_max = -std::numeric_limits<float>::infinity();
             float running_sum = 0.0f;
+            if (f16) {
+                // One position at a time with an online softmax, exactly as llama.cpp.
+                for (int64_t i = 0; i < hd; ++i) q16[static_cast<size_t>(i)] = f32_to_f16(qv[i]);
+                std::fill(acc16.begin(), acc16.end(), uint16_t{0});
+                for (int64_t p0 = 0; p0 < n_visible; p0 += g.block_size) {
+                    const int64_t block = seq.block_table[static_cast<size_t>(p0 / g.block_size)];
+                    const int64_t n = std::min(g.block_size, n_visible - p0);
+                    const auto* kb = reinterpret_cast<const uint16_t*>(kv.slab(block, layer, 0, kvh));
+                    const auto* vb = reinterpret_cast<const uint16_t*>(kv.slab(block, layer, 1, kvh));
+                    for (int64_t s = 0; s < n; ++s) {
+                        const float score = dot_f16(q16.data(), kb + s * hd, hd) * scale;
+                        float ms = 1.0f, vs = 1.0f;
+                        if (score > running_max) {
+                            ms = std::exp(running_max - score);
+                            running_max = score;
+                            scale_f16(acc16.data(), ms, hd);
+                        } else {
+                            vs = std::exp(score - running_max);
+                        }
+                        mad_f16(acc16.data(), vb + s * hd, vs, hd);
+                        running_sum = running_sum * ms + vs;
+                    }
+                }
+                const float inv = 1.0f / running_sum;
+                for (int64_t i = 0; i < hd; ++i) out_row[i] = f16_to_f32(acc16[static_cast<size_t>(i)]) * inv;
+                continue;
+            }
+            // f32 cache: block by block, full precision.
+            std::fill(out_row, out_row + hd, 0.0f);
             for (int64_t p0 = 0; p0 < n_visible; p0 += g.block_size) {
                 const int64_t block = seq.block_table[static_cast<size_t>(p0 / g.block_size)];
                 const int64_t n = std::min(g.block_size, n_visible - p0);
-                const std::byte* kb = kv.slab(block, layer, 0, kvh);
-                const std::byte* vb = kv.slab(block, layer, 1, kvh);
+                const auto* kb = reinterpret_cast<const float*>(kv.slab(block, layer, 0, kvh));
+                const auto* vb = reinterpret_cast<const float*>(kv.slab(block, layer, 1, kvh));
                 float block_max = running_max;
                 for (int64_t s = 0; s < n; ++s) {
-                    scores[static_cast<size_t>(s)] = dot_kv(qv, kb + static_cast<size_t>(s * hd) * elem, hd, f16) * scale;
+                    scores[static_cast<size_t>(s)] = dot_f32(qv, kb + s * hd, hd) * scale;
                     block_max = std::max(block_max, scores[static_cast<size_t>(s)]);
                 }
                 const float rescale = std::exp(running_max - block_max);  // 0 on the first block
@@ -148,12 +191,12 @@ void CpuBackend::attention(const Buffer& q, const KvStorage& kv, int64_t layer, 
                 for (int64_t s = 0; s < n; ++s) {
                     const float p = std::exp(scores[static_cast<size_t>(s)] - block_max);
                     running_sum += p;
-                    scale_add_kv(acc, s == 0 ? rescale : 1.0f, p, vb + static_cast<size_t>(s * hd) * elem, hd, f16);
+                    scale_add_f32(out_row, s == 0 ? rescale : 1.0f, p, vb + s * hd, hd);
                 }
                 running_max = block_max;
             }
             const float inv = 1.0f / running_sum;
-            for (int64_t i = 0; i < hd; ++i) acc[i] *= inv;
+            for (int64_t i = 0; i < hd; ++i) out_row[i] *= inv;
         }
     });
 }

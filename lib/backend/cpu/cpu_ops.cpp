@@ -39,8 +39,8 @@ void CpuBackend::rms_norm(const Buffer& x, const Weight& weight, float eps, int6
         for (size_t r = b; r < e; ++r) {
             const float* xr = x.ptr() + r * static_cast<size_t>(dim);
             float* yr = out.ptr() + r * static_cast<size_t>(dim);
-            double sum = 0.0;  // double, as ggml does: the mean of squares of thousands of values
-            for (int64_t i = 0; i < dim; ++i) sum += static_cast<double>(xr[i]) * xr[i];
+            double sum = 0.0;  // float squares summed in double, as ggml does
+            for (int64_t i = 0; i < dim; ++i) sum += static_cast<double>(xr[i] * xr[i]);
             const float scale = 1.0f / std::sqrt(static_cast<float>(sum / static_cast<double>(dim)) + eps);
             for (int64_t i = 0; i < dim; ++i) yr[i] = xr[i] * scale * w[i];
         }
@@ -56,16 +56,19 @@ void CpuBackend::rope(Buffer& x, int64_t n_heads, int64_t head_dim, const BatchL
     if (rope.n_rot <= 0 || rope.n_rot > head_dim || rope.n_rot % 2 != 0)
         fail(INLAY_ERR_INTERNAL, "rope: n_rot {} invalid for head_dim {}", rope.n_rot, head_dim);
     const int64_t half = rope.n_rot / 2;
+    const float theta_scale = std::pow(rope.freq_base, -2.0f / static_cast<float>(rope.n_rot));
     pool_.parallel_for(static_cast<size_t>(n_tokens), [&](size_t b, size_t e) {
         std::vector<float> cos_t(static_cast<size_t>(half)), sin_t(static_cast<size_t>(half));
         for (size_t t = b; t < e; ++t) {
-            const double pos = static_cast<double>(layout.positions[t]) * rope.freq_scale;
+            // Angles in float by repeated multiplication, as ggml computes them, so that
+            // rotated q/k round to f16 in the KV cache exactly as llama.cpp's do.
+            float theta = static_cast<float>(layout.positions[t]);
             for (int64_t i = 0; i < half; ++i) {
-                double theta = pos * std::pow(static_cast<double>(rope.freq_base),
-                                              -2.0 * static_cast<double>(i) / static_cast<double>(rope.n_rot));
-                if (rope.freq_factors) theta /= rope.freq_factors[i];
-                cos_t[static_cast<size_t>(i)] = static_cast<float>(std::cos(theta));
-                sin_t[static_cast<size_t>(i)] = static_cast<float>(std::sin(theta));
+                const float ff = rope.freq_factors ? rope.freq_factors[i] : 1.0f;
+                const float angle = rope.freq_scale * (theta / ff);
+                cos_t[static_cast<size_t>(i)] = std::cos(angle);
+                sin_t[static_cast<size_t>(i)] = std::sin(angle);
+                theta *= theta_scale;
             }
             for (int64_t h = 0; h < n_heads; ++h) {
                 float* v = x.ptr() + (t * static_cast<size_t>(n_heads) + static_cast<size_t>(h)) * static_cast<size_t>(head_dim);
