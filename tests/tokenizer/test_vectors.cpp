@@ -3,6 +3,9 @@
 // the decode round trip.
 #include <catch2/catch.hpp>
 
+#include <cstdlib>
+#include <filesystem>
+
 #include "core/error.h"
 #include "support/test_paths.h"
 #include "tokenizer/tokenizer.h"
@@ -131,4 +134,29 @@ TEST_CASE("Qwen3 vocabulary (pre qwen2) matches the qwen2 vectors", "[tokenizer]
     CHECK(tok->is_eog(151643));  // <|endoftext|>
     CHECK_FALSE(tok->is_eog(151644));
     CHECK(check_vectors(*tok, "ggml-vocab-qwen2.gguf") == 46);
+}
+
+// Optional: llama.cpp's own models/ directory (INLAY_LLAMACPP_MODELS) has the full
+// ggml-vocab-llama-bpe.gguf and ggml-vocab-qwen2.gguf that testdata lacks.
+TEST_CASE("llama.cpp models/ vocabularies match their vectors (INLAY_LLAMACPP_MODELS)", "[tokenizer][vectors]") {
+    const char* dir = std::getenv("INLAY_LLAMACPP_MODELS");
+    if (!dir) {
+        WARN("SKIPPED: set INLAY_LLAMACPP_MODELS to llama.cpp's models/ directory");
+        return;
+    }
+    for (const std::string name : {"llama-spm", "phi-3", "gpt-2", "llama-bpe", "qwen2"}) {
+        const std::filesystem::path base = std::filesystem::path(dir) / ("ggml-vocab-" + name + ".gguf");
+        if (!std::filesystem::exists(base)) continue;
+        const auto tok = tokenizer_from_gguf(test::gguf_metadata(base));
+        const auto inputs = test::read_vocab_inputs(base.string() + ".inp");
+        const auto expected = test::read_vocab_outputs(base.string() + ".out");
+        REQUIRE(inputs.size() == expected.size());
+        for (size_t i = 0; i < inputs.size(); ++i) {
+            const auto ids = tok->encode(inputs[i], false);
+            INFO(name << " case " << i << ": expected " << test::ids_to_string(expected[i]) << " got "
+                      << test::ids_to_string(ids));
+            CHECK(ids == expected[i]);
+            CHECK(tok->decode(ids, false, true) == inputs[i]);
+        }
+    }
 }

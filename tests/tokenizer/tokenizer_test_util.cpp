@@ -72,6 +72,19 @@ MetadataValue float_array(std::vector<double> values) {
     return MetadataValue::from_array(std::move(a));
 }
 
+namespace {
+
+// convert_hf_to_gguf.py's does_token_look_special: such added tokens become control
+// tokens even when tokenizer.json does not mark them special.
+bool looks_special(const std::string& t) {
+    auto starts = [&](std::string_view p) { return t.size() >= p.size() && t.compare(0, p.size(), p) == 0; };
+    auto ends = [&](std::string_view p) { return t.size() >= p.size() && t.compare(t.size() - p.size(), p.size(), p) == 0; };
+    return t == "<pad>" || t == "<mask>" || t == "<2mass>" || t == "[@BOS@]" || (starts("<|") && ends("|>")) ||
+           (starts("<\xEF\xBD\x9C") && ends("\xEF\xBD\x9C>")) || (starts("<unused") && ends(">"));
+}
+
+}  // namespace
+
 Metadata metadata_from_hf_tokenizer_json(const std::filesystem::path& path, const std::string& pre) {
     const nlohmann::json j = nlohmann::json::parse(read_file(path));
     const auto& vocab = j.at("model").at("vocab");
@@ -84,7 +97,7 @@ Metadata metadata_from_hf_tokenizer_json(const std::filesystem::path& path, cons
     for (const auto& t : j.at("added_tokens")) {
         const auto id = t.at("id").get<size_t>();
         tokens[id] = t.at("content").get<std::string>();
-        types[id] = t.at("special").get<bool>() ? 3 : 4;
+        types[id] = t.at("special").get<bool>() || looks_special(tokens[id]) ? 3 : 4;
     }
     for (size_t i = 0; i < n; ++i) {
         if (tokens[i].empty()) {  // convert_hf_to_gguf.py fills holes with [PAD<i>] (unused)
@@ -133,13 +146,15 @@ Metadata tiny_spm_metadata(const std::vector<std::string>& pieces) {
     return md;
 }
 
-Metadata tiny_bpe_metadata(const std::vector<std::string>& merges, const std::string& pre) {
+Metadata tiny_bpe_metadata(const std::vector<std::string>& merges, const std::string& pre,
+                           const std::vector<std::string>& extra_tokens) {
     std::vector<std::string> tokens;
     for (int b = 0; b < 256; ++b) tokens.push_back(byte_level::encode_byte(static_cast<uint8_t>(b)));
     for (const auto& m : merges) {
         const size_t sp = m.find(' ', 1);
         tokens.push_back(m.substr(0, sp) + m.substr(sp + 1));
     }
+    tokens.insert(tokens.end(), extra_tokens.begin(), extra_tokens.end());
     std::vector<int64_t> types(tokens.size(), 1);
     for (const char* s : {"<|endoftext|>", "<|im_start|>", "<|im_end|>"}) {
         tokens.emplace_back(s);

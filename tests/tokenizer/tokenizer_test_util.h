@@ -23,7 +23,8 @@ Metadata gguf_metadata(const std::filesystem::path& path);
 
 // tokenizer.ggml.* keys for a Hugging Face byte-level BPE tokenizer.json, as
 // convert_hf_to_gguf.py writes them: tokens by id, added tokens typed control
-// (special) or user-defined, merges as "left right" strings.
+// (special, or looking special like "<|...|>") or user-defined, merges as
+// "left right" strings.
 Metadata metadata_from_hf_tokenizer_json(const std::filesystem::path& path, const std::string& pre);
 
 // Metadata helpers for hand-made vocabularies.
@@ -37,7 +38,9 @@ Metadata tiny_spm_metadata(const std::vector<std::string>& pieces);
 
 // A tiny byte-level BPE vocabulary: the 256 byte symbols, the results of `merges` (in
 // order), then the control tokens "<|endoftext|>", "<|im_start|>", "<|im_end|>".
-Metadata tiny_bpe_metadata(const std::vector<std::string>& merges, const std::string& pre = "qwen2");
+// `extra_tokens` are appended (normal type) before the control tokens.
+Metadata tiny_bpe_metadata(const std::vector<std::string>& merges, const std::string& pre = "qwen2",
+                           const std::vector<std::string>& extra_tokens = {});
 
 // "[1, 2, 3]" for messages.
 std::string ids_to_string(const std::vector<int32_t>& ids);

@@ -1,0 +1,60 @@
+// Encode speed on about 100 KB of mixed text (llama.cpp's vocabulary test strings,
+// repeated): prints tokens/s for each vocabulary. A measurement, not a pass/fail
+// criterion, apart from sanity (the text round-trips).
+#include <catch2/catch.hpp>
+
+#include <chrono>
+#include <cstdio>
+
+#include "support/test_paths.h"
+#include "tokenizer/tokenizer.h"
+#include "tokenizer/tokenizer_test_util.h"
+
+using namespace inlay;
+using inlay::test::testdata;
+
+namespace {
+
+std::string hundred_kb_text() {
+    const std::string inp = test::read_file(testdata("vocab/ggml-vocab-gpt-2.gguf.inp"));
+    std::string text;
+    while (text.size() < 100 * 1000) text += inp;
+    return text;
+}
+
+void measure(const char* name, const Tokenizer& tok, const std::string& text) {
+    std::vector<int32_t> ids;
+    double best = 1e30;
+    for (int rep = 0; rep < 3; ++rep) {
+        const auto t0 = std::chrono::steady_clock::now();
+        ids = tok.encode(text, false);
+        best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    }
+    std::printf("encode %-22s %7zu bytes -> %6zu tokens in %7.2f ms: %9.0f tokens/s, %6.2f MB/s\n", name, text.size(),
+                ids.size(), best * 1e3, static_cast<double>(ids.size()) / best,
+                static_cast<double>(text.size()) / best / 1e6);
+    CHECK(tok.decode(ids, false, true) == text);
+}
+
+}  // namespace
+
+TEST_CASE("encode speed on 100 KB", "[tokenizer][speed]") {
+    const auto inp = testdata("vocab/ggml-vocab-gpt-2.gguf.inp");
+    INLAY_REQUIRE_FILE_OR_SKIP(inp);
+    const std::string text = hundred_kb_text();
+    for (const auto& [name, rel] : std::vector<std::pair<const char*, const char*>>{
+             {"gpt-2 (GGUF)", "vocab/ggml-vocab-gpt-2.gguf"}, {"llama-spm (GGUF)", "vocab/ggml-vocab-llama-spm.gguf"}}) {
+        const auto path = testdata(rel);
+        if (std::filesystem::exists(path)) measure(name, *tokenizer_from_gguf(test::gguf_metadata(path)), text);
+    }
+    if (const auto model = testdata("tokenizers/llama2-tokenizer.model"); std::filesystem::exists(model)) {
+        measure("llama2 (sentencepiece)", *tokenizer_from_sentencepiece(model.string()), text);
+    }
+    if (const auto json = testdata("tokenizers/qwen3/tokenizer.json"); std::filesystem::exists(json)) {
+        measure("qwen3 (tokenizer.json)", *tokenizer_from_gguf(test::metadata_from_hf_tokenizer_json(json, "qwen2")), text);
+    }
+    if (const auto json = testdata("tokenizers/llama3/tokenizer.json"); std::filesystem::exists(json)) {
+        measure("llama3 (tokenizer.json)", *tokenizer_from_gguf(test::metadata_from_hf_tokenizer_json(json, "llama-bpe")),
+                text);
+    }
+}
