@@ -1,0 +1,106 @@
+// The `inlay` tool's stable interface: --version, help, and the exit codes and one-line
+// messages for command-line mistakes (2) and library errors (1).
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include <catch2/catch.hpp>
+
+#include "cli/process.h"
+#include "support/test_paths.h"
+
+using inlay::test::inlay_tool;
+using inlay::test::run_process;
+
+namespace {
+
+size_t line_count(const std::string& s) { return static_cast<size_t>(std::count(s.begin(), s.end(), '\n')); }
+
+}  // namespace
+
+TEST_CASE("inlay --version and help", "[cli]") {
+    const auto version = run_process(inlay_tool(), {"--version"});
+    CHECK(version.exit_code == 0);
+    CHECK(version.out.starts_with("inlay 0.1.0"));
+
+    const auto help = run_process(inlay_tool(), {"help"});
+    CHECK(help.exit_code == 0);
+    for (const char* command : {"generate", "logits", "tokenize", "inspect", "bench"}) {
+        CHECK(help.out.find(command) != std::string::npos);
+        const auto own = run_process(inlay_tool(), {command, "--help"});
+        CHECK(own.exit_code == 0);
+        CHECK(own.out.starts_with(std::string("usage: inlay ") + command));
+        CHECK(own.out.find("--model") != std::string::npos);
+        const auto via_help = run_process(inlay_tool(), {"help", command});
+        CHECK(via_help.exit_code == 0);
+        CHECK(via_help.out == own.out);
+    }
+}
+
+TEST_CASE("inlay: command-line mistakes exit with 2 and one line on stderr", "[cli]") {
+    const std::string model = "/nonexistent/model.gguf";  // never opened: parsing fails first
+    struct Case {
+        std::vector<std::string> args;
+        std::string mentions;  // a word the message must contain
+    };
+    const std::vector<Case> cases = {
+        {{}, "usage"},
+        {{"frobnicate"}, "frobnicate"},
+        {{"help", "frobnicate"}, "frobnicate"},
+        {{"generate", "-m", model, "-p", "x", "--bogus"}, "--bogus"},
+        {{"generate", "-m", model, "-p", "x", "-n", "abc"}, "--n-predict"},
+        {{"generate", "-m", model, "-p", "x", "-n", "-5"}, "--n-predict"},
+        {{"generate", "-m", model, "-p", "x", "-n", "12x"}, "--n-predict"},
+        {{"generate", "-m", model, "-p", "x", "--temp", "nan"}, "--temp"},
+        {{"generate", "-m", model, "-p", "x", "--temp", "-1"}, "--temp"},
+        {{"generate", "-m", model, "-p", "x", "--top-p", "0"}, "--top-p"},
+        {{"generate", "-m", model, "-p", "x", "--top-p", "1.5"}, "--top-p"},
+        {{"generate", "-m", model, "-p", "x", "--seed", "x1"}, "--seed"},
+        {{"generate", "-m", model, "-p", "x", "--stop", ""}, "--stop"},
+        {{"generate", "-m", model, "-p", "x", "-t", "100000"}, "--threads"},
+        {{"generate", "-m", model, "-p", "x", "--json=yes"}, "--json"},
+        {{"generate", "-m", model, "-p", "x", "-n"}, "--n-predict"},
+        {{"generate", "-m", model}, "-p"},
+        {{"generate", "-p", "x"}, "-m"},
+        {{"generate", "-m", model, "-p", "x", "stray"}, "stray"},
+        {{"logits", "-m", model, "--json"}, "--tokens"},
+        {{"logits", "-m", model, "-p", "x", "--tokens", "1,2", "--json"}, "--tokens"},
+        {{"logits", "-m", model, "--tokens", "1,,2", "--json"}, "--tokens"},
+        {{"logits", "-m", model, "--tokens", "1,-2", "--json"}, "--tokens"},
+        {{"logits", "-m", model, "--tokens", "", "--json"}, "--tokens"},
+        {{"logits", "-m", model, "--tokens", "1", "--top", "0", "--json"}, "--top"},
+        {{"tokenize", "-m", model}, "-p"},
+        {{"inspect"}, "-m"},
+        {{"bench", "-m", model, "-r", "0"}, "--repetitions"},
+        {{"bench", "-m", model, "-p", "many"}, "--n-prompt"},
+    };
+    for (const Case& c : cases) {
+        INFO("inlay " << Catch::Detail::stringify(c.args));
+        const auto r = run_process(inlay_tool(), c.args);
+        CHECK(r.exit_code == 2);
+        CHECK(r.out.empty());
+        if (!c.args.empty()) CHECK(line_count(r.err) == 1);
+        CHECK(r.err.find(c.mentions) != std::string::npos);
+    }
+}
+
+TEST_CASE("inlay: a missing model file exits with 1 and INLAY_ERR_IO", "[cli]") {
+    const std::string model = "/nonexistent/model.gguf";
+    const std::vector<std::vector<std::string>> commands = {
+        {"generate", "-m", model, "-p", "x"},
+        {"generate", "-m", model, "-p", "x", "--json"},
+        {"logits", "-m", model, "--tokens", "1", "--json"},
+        {"tokenize", "-m", model, "-p", "x"},
+        {"inspect", "-m", model},
+        {"bench", "-m", model, "--json"},
+    };
+    for (const auto& args : commands) {
+        INFO("inlay " << Catch::Detail::stringify(args));
+        const auto r = run_process(inlay_tool(), args);
+        CHECK(r.exit_code == 1);
+        CHECK(r.out.empty());
+        CHECK(r.err.starts_with("inlay: error: INLAY_ERR_IO"));
+        CHECK(r.err.find("model.gguf") != std::string::npos);
+        CHECK(line_count(r.err) == 1);
+    }
+}

@@ -1,0 +1,84 @@
+// The examples (built with INLAY_EXAMPLES=ON): simple.c streams the same greedy text
+// as `inlay generate`; chat.cpp's second turn only processes its new tokens.
+#include <filesystem>
+#include <regex>
+#include <string>
+
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include "cli/process.h"
+#include "support/test_paths.h"
+
+using inlay::test::binary_dir;
+using inlay::test::run_process;
+using inlay::test::testdata;
+
+namespace {
+
+// Skips the rest of the test when the examples were not built.
+#define REQUIRE_EXAMPLE_OR_SKIP(path)                                                      \
+    do {                                                                                   \
+        if (!std::filesystem::exists(path)) {                                              \
+            WARN("SKIPPED: " << (path).string() << " is not built (INLAY_EXAMPLES=OFF?)"); \
+            return;                                                                        \
+        }                                                                                  \
+    } while (0)
+
+}  // namespace
+
+TEST_CASE("examples/simple streams greedy text", "[cli][examples]") {
+    const auto simple = binary_dir() / "examples" / "simple";
+    REQUIRE_EXAMPLE_OR_SKIP(simple);
+    const auto model = testdata("models/stories260K.gguf");
+    INLAY_REQUIRE_FILE_OR_SKIP(model);
+
+    const auto r = run_process(simple, {model.string(), ""});
+    INFO(r.err);
+    REQUIRE(r.exit_code == 0);
+    const auto cli = run_process(inlay::test::inlay_tool(),
+                                 {"generate", "-m", model.string(), "-p", "", "--temp", "0", "-n", "64", "-t", "1", "--json"});
+    REQUIRE(cli.exit_code == 0);
+    const std::string text = nlohmann::json::parse(cli.out)["text"];
+    CHECK(r.out == text + "\n");
+    CHECK(r.err.find("generated: 64 tokens") != std::string::npos);
+
+    const auto usage = run_process(simple, {});
+    CHECK(usage.exit_code == 2);
+    const auto missing = run_process(simple, {"/nonexistent/model.gguf"});
+    CHECK(missing.exit_code == 1);
+    CHECK(missing.err.find("INLAY_ERR_IO") != std::string::npos);
+}
+
+TEST_CASE("examples/chat: the second turn only processes the new tokens", "[cli][examples]") {
+    const auto chat = binary_dir() / "examples" / "chat";
+    REQUIRE_EXAMPLE_OR_SKIP(chat);
+    const auto model = testdata("models/stories260K.gguf");
+    INLAY_REQUIRE_FILE_OR_SKIP(model);
+
+    const auto r = run_process(chat, {model.string()});
+    INFO(r.out << r.err);
+    REQUIRE(r.exit_code == 0);
+    const std::regex report(R"(\[turn (\d)\] history before: (\d+) tokens; new prompt tokens: (\d+); )"
+                            R"(prompt tokens processed: (\d+); generated: (\d+); history after: (\d+) tokens)");
+    std::vector<std::array<long, 6>> turns;
+    for (auto it = std::sregex_iterator(r.out.begin(), r.out.end(), report); it != std::sregex_iterator(); ++it) {
+        std::array<long, 6> v{};
+        for (size_t k = 0; k < 6; ++k) v[k] = std::stol((*it)[static_cast<int>(k) + 1].str());
+        turns.push_back(v);
+    }
+    REQUIRE(turns.size() == 2);
+    const auto& first = turns[0];
+    const auto& second = turns[1];
+    CHECK(first[1] == 0);
+    CHECK(first[3] == first[2]);                        // a fresh session processes its whole prompt
+    CHECK(first[5] == first[2] + first[4]);             // history = prompt + generated
+    CHECK(second[1] == first[5]);                       // the conversation continues
+    CHECK(second[3] <= second[2] + 1);                  // new tokens (+ the last sampled one)
+    CHECK(second[3] < second[1]);                       // not the history again
+    CHECK(second[5] == second[1] + second[2] + second[4]);
+
+    const auto missing = run_process(chat, {"/nonexistent/model.gguf"});
+    CHECK(missing.exit_code == 1);
+    CHECK(missing.err.find("INLAY_ERR_IO") != std::string::npos);
+}
