@@ -11,6 +11,7 @@
 #include "core/error.h"
 #include "core/half.h"
 #include "io/gguf_reader.h"
+#include "support/gguf_fixtures.h"
 #include "support/test_paths.h"
 
 using namespace inlay;
@@ -200,4 +201,29 @@ TEST_CASE("llama.cpp's f16/bf16 files equal our conversion of its f32 file", "[g
             CHECK(converted > 0);
         }
     }
+}
+
+TEST_CASE("reader edge cases that must load", "[gguf]") {
+    // Tensor data in the opposite order of the tensor infos, a zero-sized tensor, a
+    // u64 scalar above INT64_MAX, version 2, alignment 8 and a 4-D tensor.
+    test::GgufBytes b;
+    b.header(2, 4, 2).kv_u64("test.big", ~0ULL).kv_u32("general.alignment", 8);
+    b.tensor_info("late", {2}, 0, 16).tensor_info("early", {1, 2, 1, 2}, 0, 0);
+    b.tensor_info("empty", {0, 5}, 0, 24).tensor_info("tail", {1}, 0, 24);
+    b.pad_to(8);
+    const size_t data_at = b.size();
+    for (int i = 0; i < 7; ++i) b.f32(static_cast<float>(i));
+    auto f = GgufFile::from_bytes(b.bytes(), "edge");
+    CHECK(f->version() == 2);
+    CHECK(f->alignment() == 8);
+    CHECK(f->data_offset() == data_at);
+    CHECK(std::get<uint64_t>(f->metadata().find("test.big")->value) == ~0ULL);
+    CHECK(f32_at(f->require("early"), 3) == 3.0f);
+    CHECK(f32_at(f->require("late"), 0) == 4.0f);
+    CHECK(f32_at(f->require("tail"), 0) == 6.0f);
+    CHECK(f->require("early").n_dims == 4);
+    CHECK(f->require("early").n_elements() == 4);
+    CHECK(f->require("empty").nbytes == 0);
+    CHECK(f->require("empty").n_elements() == 0);
+    CHECK(f->tensor_offset(0) == 16);
 }
