@@ -97,13 +97,16 @@ const MetadataValue& require(const Metadata& md, std::string_view key) {
     return *v;
 }
 
+// Integers and bools; u64 values may be stored either way (the reader keeps them as
+// uint64_t, hand-built metadata may use from_int).
 int64_t as_int(std::string_view key, const MetadataValue& v) {
-    if (v.type == ValueType::U64) {
-        const uint64_t u = std::get<uint64_t>(v.value);
+    if (const auto* up = std::get_if<uint64_t>(&v.value)) {
+        const uint64_t u = *up;
         if (u > static_cast<uint64_t>(INT64_MAX)) fail(INLAY_ERR_BAD_FORMAT, "metadata key '{}': value {} is too large", key, u);
         return static_cast<int64_t>(u);
     }
-    if (!is_integer(v.type)) fail(INLAY_ERR_BAD_FORMAT, "metadata key '{}' has type {}, expected an integer", key, value_type_name(v.type));
+    if (!is_integer(v.type) && v.type != ValueType::BOOL)
+        fail(INLAY_ERR_BAD_FORMAT, "metadata key '{}' has type {}, expected an integer", key, value_type_name(v.type));
     return std::get<int64_t>(v.value);
 }
 }  // namespace
