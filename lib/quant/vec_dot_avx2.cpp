@@ -29,30 +29,27 @@ const T* row_as(const uint8_t* w, size_t stride, int r) {
 
 // ---------------------------------------------------------------- float types
 
-inline __m256 load8(const float* p) { return _mm256_loadu_ps(p); }
-inline __m256 load8(const uint16_t* p, DType t) {
-    if (t == DType::F16) return _mm256_cvtph_ps(load16(p));
-    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(load16(p)), 16));  // bf16
-}
-
+// Eight elements of a float type widened to f32, and one element for the tail.
 template <DType T>
 struct FloatElem;
 template <>
 struct FloatElem<DType::F32> {
     using type = float;
-    static __m256 load(const float* p) { return load8(p); }
+    static __m256 load(const float* p) { return _mm256_loadu_ps(p); }
     static float scalar(float v) { return v; }
 };
 template <>
 struct FloatElem<DType::F16> {
     using type = uint16_t;
-    static __m256 load(const uint16_t* p) { return load8(p, DType::F16); }
+    static __m256 load(const uint16_t* p) { return _mm256_cvtph_ps(load16(p)); }
     static float scalar(uint16_t v) { return f16_to_f32(v); }
 };
 template <>
 struct FloatElem<DType::BF16> {
     using type = uint16_t;
-    static __m256 load(const uint16_t* p) { return load8(p, DType::BF16); }
+    static __m256 load(const uint16_t* p) {
+        return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(load16(p)), 16));
+    }
     static float scalar(uint16_t v) { return bf16_to_f32(v); }
 };
 
