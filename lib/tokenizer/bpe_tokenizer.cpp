@@ -60,7 +60,8 @@ public:
             // As llama.cpp: the separator is the first space after the first byte.
             const size_t sep = m.size() > 1 ? m.find(' ', 1) : std::string::npos;
             if (sep == std::string::npos || sep + 1 >= m.size()) {
-                fail(INLAY_ERR_BAD_FORMAT, "{}: merge {} (\"{}\") is not of the form \"left right\"", v.origin, rank, m);
+                fail(INLAY_ERR_BAD_FORMAT, "{}: merge {} (\"{}\") is not of the form \"left right\"", v.origin, rank,
+                     m);
             }
             const std::string_view left = std::string_view(m).substr(0, sep);
             const std::string_view right = std::string_view(m).substr(sep + 1);
@@ -72,8 +73,10 @@ public:
             // Symbols always carry the id of their text when it is a token, so a merge
             // of two tokens is found by ids and any other merge by text. The first
             // occurrence of a duplicated merge wins, as in llama.cpp.
-            if (l >= 0 && r >= 0) pair_merges_.emplace(pair_key(l, r), merge);
-            else text_merges_.emplace(m, merge);
+            if (l >= 0 && r >= 0)
+                pair_merges_.emplace(pair_key(l, r), merge);
+            else
+                text_merges_.emplace(m, merge);
         }
     }
 

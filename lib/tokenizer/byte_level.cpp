@@ -31,7 +31,9 @@ const Tables& tables() {
 
 }  // namespace
 
-const std::string& encode_byte(uint8_t byte) { return tables().byte_to_text[byte]; }
+const std::string& encode_byte(uint8_t byte) {
+    return tables().byte_to_text[byte];
+}
 
 void encode_append(std::string& out, std::string_view bytes) {
     const Tables& t = tables();
@@ -51,8 +53,10 @@ std::string decode(std::string_view text) {
         const size_t start = pos;
         const uint32_t cp = utf8::decode_valid(text, pos);
         const int b = decode_codepoint(cp);
-        if (b >= 0) out.push_back(static_cast<char>(b));
-        else out.append(text.substr(start, pos - start));
+        if (b >= 0)
+            out.push_back(static_cast<char>(b));
+        else
+            out.append(text.substr(start, pos - start));
     }
     return out;
 }

@@ -34,7 +34,8 @@ int32_t special_id(const Metadata& md, std::string_view key, int32_t fallback, i
 std::vector<float> read_scores(const Metadata& md, size_t n) {
     const MetadataArray* a = md.get_array_opt(k_scores);
     if (!a) return {};
-    if (a->size() != n) fail(INLAY_ERR_BAD_FORMAT, "metadata key '{}' has {} entries for {} tokens", k_scores, a->size(), n);
+    if (a->size() != n)
+        fail(INLAY_ERR_BAD_FORMAT, "metadata key '{}' has {} entries for {} tokens", k_scores, a->size(), n);
     std::vector<float> scores(n);
     if (a->elem_type == ValueType::F32 || a->elem_type == ValueType::F64) {
         for (size_t i = 0; i < n; ++i) scores[i] = static_cast<float>(a->floats[i]);
@@ -54,11 +55,13 @@ std::vector<TokenType> read_types(const Metadata& md, size_t n) {
         fail(INLAY_ERR_BAD_FORMAT, "metadata key '{}' is an array of {}, expected i32", k_types,
              value_type_name(a->elem_type));
     }
-    if (a->size() != n) fail(INLAY_ERR_BAD_FORMAT, "metadata key '{}' has {} entries for {} tokens", k_types, a->size(), n);
+    if (a->size() != n)
+        fail(INLAY_ERR_BAD_FORMAT, "metadata key '{}' has {} entries for {} tokens", k_types, a->size(), n);
     std::vector<TokenType> types(n);
     for (size_t i = 0; i < n; ++i) {
         const int64_t t = a->ints[i];
-        if (t < 0 || t > 6) fail(INLAY_ERR_BAD_FORMAT, "metadata key '{}': token {} has type {}, expected 0..6", k_types, i, t);
+        if (t < 0 || t > 6)
+            fail(INLAY_ERR_BAD_FORMAT, "metadata key '{}': token {} has type {}, expected 0..6", k_types, i, t);
         types[i] = static_cast<TokenType>(t);
     }
     return types;
@@ -86,8 +89,8 @@ PreInfo pretokenizer_for(const std::optional<std::string>& pre) {
     if (p == "llama-bpe" || p == "llama3" || p == "llama-v3") return {PretokenizerKind::llama3, true, true};
     if (p == "qwen2" || p == "deepseek-r1-qwen") return {PretokenizerKind::qwen2, false, false};
     if (p == "gpt-2" || p == "phi-2") return {PretokenizerKind::gpt2, false, false};
-    fail(INLAY_ERR_UNSUPPORTED, "pre-tokenizer '{}' ({}) is not supported (supported: default, gpt-2, llama-bpe, qwen2)", p,
-         k_pre);
+    fail(INLAY_ERR_UNSUPPORTED,
+         "pre-tokenizer '{}' ({}) is not supported (supported: default, gpt-2, llama-bpe, qwen2)", p, k_pre);
 }
 
 }  // namespace
@@ -96,7 +99,8 @@ std::unique_ptr<Tokenizer> tokenizer_from_gguf(const Metadata& md) {
     const std::string& model = md.get_string(k_model);
     const bool spm = model == "llama";
     if (!spm && model != "gpt2") {
-        fail(INLAY_ERR_UNSUPPORTED, "tokenizer model '{}' ({}) is not supported (supported: llama, gpt2)", model, k_model);
+        fail(INLAY_ERR_UNSUPPORTED, "tokenizer model '{}' ({}) is not supported (supported: llama, gpt2)", model,
+             k_model);
     }
 
     auto vocab = std::make_unique<Vocabulary>();
@@ -104,7 +108,8 @@ std::unique_ptr<Tokenizer> tokenizer_from_gguf(const Metadata& md) {
     vocab->texts = md.get_string_array(k_tokens);
     const size_t n = vocab->texts.size();
     if (n == 0) fail(INLAY_ERR_BAD_FORMAT, "metadata key '{}' is empty: the vocabulary has no tokens", k_tokens);
-    if (n > static_cast<size_t>(INT32_MAX)) fail(INLAY_ERR_BAD_FORMAT, "metadata key '{}' has {} tokens: too many", k_tokens, n);
+    if (n > static_cast<size_t>(INT32_MAX))
+        fail(INLAY_ERR_BAD_FORMAT, "metadata key '{}' has {} tokens: too many", k_tokens, n);
     const auto n_tok = static_cast<int32_t>(n);
     vocab->scores = read_scores(md, n);
     vocab->types = read_types(md, n);
@@ -117,8 +122,8 @@ std::unique_ptr<Tokenizer> tokenizer_from_gguf(const Metadata& md) {
     vocab->unk = special_id(md, "tokenizer.ggml.unknown_token_id", spm ? 0 : -1, n_tok);
     vocab->eot = special_id(md, "tokenizer.ggml.eot_token_id", -1, n_tok);
     vocab->eom = special_id(md, "tokenizer.ggml.eom_token_id", -1, n_tok);
-    for (const std::string_view key : {"tokenizer.ggml.fim_pad_token_id", "tokenizer.ggml.fim_rep_token_id",
-                                       "tokenizer.ggml.fim_sep_token_id"}) {
+    for (const std::string_view key :
+         {"tokenizer.ggml.fim_pad_token_id", "tokenizer.ggml.fim_rep_token_id", "tokenizer.ggml.fim_sep_token_id"}) {
         if (const int32_t id = special_id(md, key, -1, n_tok); id >= 0) vocab->extra_eog.push_back(id);
     }
     vocab->add_bos = flag(md, "tokenizer.ggml.add_bos_token").value_or(spm ? true : pre.add_bos);
@@ -126,7 +131,8 @@ std::unique_ptr<Tokenizer> tokenizer_from_gguf(const Metadata& md) {
     vocab->add_space_prefix = flag(md, "tokenizer.ggml.add_space_prefix").value_or(spm);
 
     std::string name = md.get_string_opt("general.name").value_or("");
-    std::transform(name.begin(), name.end(), name.begin(), [](char c) { return static_cast<char>(std::tolower(static_cast<unsigned char>(c))); });
+    std::transform(name.begin(), name.end(), name.begin(),
+                   [](char c) { return static_cast<char>(std::tolower(static_cast<unsigned char>(c))); });
     vocab->rstrip_specials = name.find("phi-3") != std::string::npos || name.find("phi3") != std::string::npos;
 
     if (spm) return make_spm_tokenizer(std::move(vocab));

@@ -51,9 +51,15 @@ std::vector<std::string> patterns_for(PretokenizerKind kind) {
     };
     std::vector<std::string> raw;
     switch (kind) {
-        case PretokenizerKind::gpt2: raw = {gpt2}; break;
-        case PretokenizerKind::llama3: raw = {llama_like("\\p{N}{1,3}")}; break;
-        case PretokenizerKind::qwen2: raw = {llama_like("\\p{N}")}; break;
+        case PretokenizerKind::gpt2:
+            raw = {gpt2};
+            break;
+        case PretokenizerKind::llama3:
+            raw = {llama_like("\\p{N}{1,3}")};
+            break;
+        case PretokenizerKind::qwen2:
+            raw = {llama_like("\\p{N}")};
+            break;
         case PretokenizerKind::fallback:
             raw = {"[\\p{P}\\$\\+<=>\\^~\\|]+", gpt2, "\\p{N}+", "[0-9][0-9][0-9]"};
             break;
@@ -109,7 +115,7 @@ struct MatchData {
 void split_one(const pcre2_code* code, bool jit, pcre2_match_data* md, std::string_view subject, size_t base,
                std::vector<std::pair<size_t, size_t>>& out) {
     const auto* s = reinterpret_cast<PCRE2_SPTR>(subject.data());
-    size_t start = 0;  // where the next search begins
+    size_t start = 0;    // where the next search begins
     size_t emitted = 0;  // end of the last piece appended
     while (start < subject.size()) {
         uint32_t options = PCRE2_NO_UTF_CHECK;
@@ -153,7 +159,8 @@ void RegexPretokenizer::split(std::string_view text, std::vector<std::pair<size_
     for (const auto& compiled : compiled_) {
         MatchData md(compiled->code);
         next.clear();
-        for (const auto& [b, e] : current) split_one(compiled->code, compiled->jit, md.data, text.substr(b, e - b), b, next);
+        for (const auto& [b, e] : current)
+            split_one(compiled->code, compiled->jit, md.data, text.substr(b, e - b), b, next);
         current.swap(next);
     }
     pieces.insert(pieces.end(), current.begin(), current.end());

@@ -19,10 +19,10 @@
 namespace inlay {
 
 enum class PretokenizerKind {
-    gpt2,     // GPT-2's pattern ("gpt-2", "phi-2", ...)
-    llama3,   // Llama 3 ("llama-bpe", "llama3", "llama-v3")
-    qwen2,    // Qwen2/Qwen3 ("qwen2"): like llama3 but single digits
-    fallback, // llama.cpp's "default": four patterns applied in turn
+    gpt2,      // GPT-2's pattern ("gpt-2", "phi-2", ...)
+    llama3,    // Llama 3 ("llama-bpe", "llama3", "llama-v3")
+    qwen2,     // Qwen2/Qwen3 ("qwen2"): like llama3 but single digits
+    fallback,  // llama.cpp's "default": four patterns applied in turn
 };
 
 class RegexPretokenizer {

@@ -1,10 +1,10 @@
 // tokenizer_from_sentencepiece: encoding through the sentencepiece library; the
 // vocabulary table (pieces, scores, types, special ids) is read from the processor so
 // that special-token splitting, pieces and decoding behave as for GGUF vocabularies.
+#include <sentencepiece_processor.h>
+
 #include <filesystem>
 #include <system_error>
-
-#include <sentencepiece_processor.h>
 
 #include "core/error.h"
 #include "tokenizer/tokenizer_impls.h"
@@ -15,7 +15,8 @@ namespace {
 
 class SentencePieceTokenizer final : public Tokenizer {
 public:
-    SentencePieceTokenizer(std::unique_ptr<const Vocabulary> vocab, std::unique_ptr<sentencepiece::SentencePieceProcessor> sp)
+    SentencePieceTokenizer(std::unique_ptr<const Vocabulary> vocab,
+                           std::unique_ptr<sentencepiece::SentencePieceProcessor> sp)
         : Tokenizer(std::move(vocab)), sp_(std::move(sp)) {}
 
     std::vector<int32_t> encode(std::string_view text, bool parse_special) const override {
@@ -54,7 +55,8 @@ std::unique_ptr<Tokenizer> tokenizer_from_sentencepiece(const std::string& path)
     if (!status.ok()) {
         const bool io = status.code() == sentencepiece::util::StatusCode::kNotFound ||
                         status.code() == sentencepiece::util::StatusCode::kPermissionDenied;
-        fail(io ? INLAY_ERR_IO : INLAY_ERR_BAD_FORMAT, "cannot load SentencePiece model '{}': {}", path, status.ToString());
+        fail(io ? INLAY_ERR_IO : INLAY_ERR_BAD_FORMAT, "cannot load SentencePiece model '{}': {}", path,
+             status.ToString());
     }
     const int n = sp->GetPieceSize();
     if (n <= 0) fail(INLAY_ERR_BAD_FORMAT, "SentencePiece model '{}' has no pieces", path);
@@ -68,10 +70,14 @@ std::unique_ptr<Tokenizer> tokenizer_from_sentencepiece(const std::string& path)
         vocab->texts.push_back(sp->IdToPiece(id));
         vocab->scores.push_back(sp->GetScore(id));
         TokenType t = TokenType::normal;
-        if (sp->IsUnknown(id)) t = TokenType::unknown;
-        else if (sp->IsControl(id)) t = TokenType::control;
-        else if (sp->IsByte(id)) t = TokenType::byte;
-        else if (sp->IsUnused(id)) t = TokenType::unused;
+        if (sp->IsUnknown(id))
+            t = TokenType::unknown;
+        else if (sp->IsControl(id))
+            t = TokenType::control;
+        else if (sp->IsByte(id))
+            t = TokenType::byte;
+        else if (sp->IsUnused(id))
+            t = TokenType::unused;
         vocab->types.push_back(t);
     }
     auto id_or_none = [n](int id) { return id >= 0 && id < n ? id : -1; };
@@ -84,7 +90,8 @@ std::unique_ptr<Tokenizer> tokenizer_from_sentencepiece(const std::string& path)
     // The normalizer's add_dummy_prefix is not exposed without the protobuf headers:
     // observe it instead (a lone letter then encodes with a leading U+2581).
     std::vector<std::string> pieces;
-    if (sp->Encode("a", &pieces).ok() && !pieces.empty()) vocab->add_space_prefix = pieces.front().rfind("\xE2\x96\x81", 0) == 0;
+    if (sp->Encode("a", &pieces).ok() && !pieces.empty())
+        vocab->add_space_prefix = pieces.front().rfind("\xE2\x96\x81", 0) == 0;
 
     vocab->finalize(PieceStyle::sentencepiece);
     return std::make_unique<SentencePieceTokenizer>(std::move(vocab), std::move(sp));

@@ -49,8 +49,10 @@ public:
             escaped.clear();
             if (vocab().add_space_prefix && prev_special) escaped += "\xE2\x96\x81";
             for (const char c : f.text) {
-                if (c == ' ') escaped += "\xE2\x96\x81";
-                else escaped.push_back(c);
+                if (c == ' ')
+                    escaped += "\xE2\x96\x81";
+                else
+                    escaped.push_back(c);
             }
             tokenize(escaped, out);
             prev_special = false;
@@ -71,9 +73,12 @@ private:
         for (size_t pos = 0; pos < text.size();) {
             size_t len = 1;
             const auto b = static_cast<uint8_t>(text[pos]);
-            if (b >= 0xF0) len = 4;
-            else if (b >= 0xE0) len = 3;
-            else if (b >= 0xC0) len = 2;
+            if (b >= 0xF0)
+                len = 4;
+            else if (b >= 0xE0)
+                len = 3;
+            else if (b >= 0xC0)
+                len = 2;
             len = std::min(len, text.size() - pos);
             const auto index = static_cast<int32_t>(symbols.size());
             symbols.push_back({index - 1, pos + len == text.size() ? -1 : index + 1, static_cast<uint32_t>(pos),
@@ -124,8 +129,8 @@ private:
         const char single[1] = {static_cast<char>(b)};
         if (const int32_t id = v.find(std::string_view(single, 1)); id >= 0) return id;
         if (v.unk >= 0) return v.unk;
-        fail(INLAY_ERR_UNSUPPORTED, "{}: no token for byte 0x{:02X} (no <0x{:02X}> token and no unknown token)", v.origin,
-             b, b);
+        fail(INLAY_ERR_UNSUPPORTED, "{}: no token for byte 0x{:02X} (no <0x{:02X}> token and no unknown token)",
+             v.origin, b, b);
     }
 };
 

@@ -19,8 +19,10 @@ std::string StreamingDetokenizer::push(int32_t id) {
     while (pos < pending_.size()) {
         const utf8::Step step = utf8::next_step(pending_, pos);
         if (step.kind == utf8::StepKind::incomplete) break;  // wait for the bytes that complete it
-        if (step.kind == utf8::StepKind::valid) out.append(pending_, pos, step.length);
-        else out.append(utf8::replacement_character);
+        if (step.kind == utf8::StepKind::valid)
+            out.append(pending_, pos, step.length);
+        else
+            out.append(utf8::replacement_character);
         pos += step.length;
     }
     pending_.erase(0, pos);

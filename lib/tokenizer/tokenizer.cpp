@@ -16,13 +16,27 @@ void Tokenizer::check_id(int32_t id) const {
     }
 }
 
-int32_t Tokenizer::n_vocab() const { return vocab_->n_tokens(); }
-int32_t Tokenizer::bos() const { return vocab_->bos; }
-int32_t Tokenizer::eos() const { return vocab_->eos; }
-int32_t Tokenizer::unk() const { return vocab_->unk; }
-bool Tokenizer::add_bos() const { return vocab_->add_bos && vocab_->bos >= 0; }
-bool Tokenizer::add_eos() const { return vocab_->add_eos && vocab_->eos >= 0; }
-bool Tokenizer::strips_leading_space() const { return vocab_->add_space_prefix; }
+int32_t Tokenizer::n_vocab() const {
+    return vocab_->n_tokens();
+}
+int32_t Tokenizer::bos() const {
+    return vocab_->bos;
+}
+int32_t Tokenizer::eos() const {
+    return vocab_->eos;
+}
+int32_t Tokenizer::unk() const {
+    return vocab_->unk;
+}
+bool Tokenizer::add_bos() const {
+    return vocab_->add_bos && vocab_->bos >= 0;
+}
+bool Tokenizer::add_eos() const {
+    return vocab_->add_eos && vocab_->eos >= 0;
+}
+bool Tokenizer::strips_leading_space() const {
+    return vocab_->add_space_prefix;
+}
 
 bool Tokenizer::is_eog(int32_t id) const {
     return id >= 0 && id < vocab_->n_tokens() && vocab_->eog[static_cast<size_t>(id)] != 0;
@@ -46,7 +60,9 @@ const std::string& Tokenizer::token_text(int32_t id) const {
     return vocab_->texts[static_cast<size_t>(id)];
 }
 
-int32_t Tokenizer::find_token(std::string_view text) const { return vocab_->find(text); }
+int32_t Tokenizer::find_token(std::string_view text) const {
+    return vocab_->find(text);
+}
 
 std::string Tokenizer::token_to_piece(int32_t id, bool render_special) const {
     check_id(id);
@@ -76,7 +92,9 @@ std::string Tokenizer::decode(std::span<const int32_t> ids, bool render_special,
 
 namespace {
 
-bool is_c_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r'; }
+bool is_c_space(char c) {
+    return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r';
+}
 
 }  // namespace
 

@@ -52,9 +52,9 @@ public:
     virtual std::string token_to_piece(int32_t id, bool render_special) const;
 
     [[nodiscard]] int32_t n_vocab() const;
-    [[nodiscard]] int32_t bos() const;  // -1 if none
-    [[nodiscard]] int32_t eos() const;  // -1 if none
-    [[nodiscard]] int32_t unk() const;  // -1 if none
+    [[nodiscard]] int32_t bos() const;   // -1 if none
+    [[nodiscard]] int32_t eos() const;   // -1 if none
+    [[nodiscard]] int32_t unk() const;   // -1 if none
     [[nodiscard]] bool add_bos() const;  // whether prompts should start with bos()
     [[nodiscard]] bool add_eos() const;  // whether prompts should end with eos()
     // EOS, EOT, EOM and tokens whose text is a known end-of-turn marker (<|eot_id|>,

@@ -73,8 +73,10 @@ std::string sanitize(std::string_view text) {
     size_t pos = 0;
     while (pos < text.size()) {
         const Step step = next_step(text, pos);
-        if (step.kind == StepKind::valid) out.append(text.substr(pos, step.length));
-        else out.append(replacement_character);
+        if (step.kind == StepKind::valid)
+            out.append(text.substr(pos, step.length));
+        else
+            out.append(replacement_character);
         pos += step.length;
     }
     return out;

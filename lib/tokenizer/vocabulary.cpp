@@ -15,6 +15,7 @@ namespace {
 // Texts that llama.cpp treats as end of generation whatever the file says, and forces
 // to control type (llama-vocab.cpp, "auto-detect EOG tokens"), plus the Qwen FIM
 // markers it finds by text and also ends generation on.
+// clang-format off
 constexpr std::array<std::string_view, 26> k_eog_texts = {
     "<|eot_id|>", "<|im_end|>", "<|end|>", "<|return|>", "<|call|>", "<|flush|>", "<|calls|>",
     "<end_of_turn>", "<|endoftext|>", "</s>", "<|eom_id|>", "<EOT>", "_<EOT>", "[EOT]", "[EOS]",
@@ -22,6 +23,7 @@ constexpr std::array<std::string_view, 26> k_eog_texts = {
     "<\xEF\xBD\x9C" "end\xE2\x96\x81" "of\xE2\x96\x81" "sentence\xEF\xBD\x9C>",  // <｜end▁of▁sentence｜>
     "[e~[", "<|fim_pad|>", "<|fim_repo|>", "<|repo_name|>", "<|file_sep|>",
 };
+// clang-format on
 
 int hex_value(char c) {
     if (c >= '0' && c <= '9') return c - '0';
@@ -68,7 +70,8 @@ void Vocabulary::finalize(PieceStyle style) {
     if (!strip.empty() && strip.size() != n) strip.assign(n, 0);
     const auto n_tok = static_cast<int32_t>(n);
     auto check_special = [&](int32_t id, std::string_view what) {
-        if (id < -1 || id >= n_tok) fail(INLAY_ERR_BAD_FORMAT, "{}: {} id {} is outside the vocabulary (0..{})", origin, what, id, n_tok - 1);
+        if (id < -1 || id >= n_tok)
+            fail(INLAY_ERR_BAD_FORMAT, "{}: {} id {} is outside the vocabulary (0..{})", origin, what, id, n_tok - 1);
     };
     check_special(bos, "BOS");
     check_special(eos, "EOS");
@@ -83,7 +86,8 @@ void Vocabulary::finalize(PieceStyle style) {
         if (texts[i].empty()) texts[i] = "[EMPTY_" + std::to_string(i) + "]";
         const auto [it, inserted] = text_to_id.emplace(texts[i], static_cast<int32_t>(i));
         if (!inserted) {
-            fail(INLAY_ERR_BAD_FORMAT, "{}: tokens {} and {} have the same text \"{}\"", origin, it->second, i, texts[i]);
+            fail(INLAY_ERR_BAD_FORMAT, "{}: tokens {} and {} have the same text \"{}\"", origin, it->second, i,
+                 texts[i]);
         }
         if (types[i] == TokenType::byte && byte_token_value(texts[i]) < 0) {
             fail(INLAY_ERR_BAD_FORMAT, "{}: byte token {} has text \"{}\", expected <0xXX>", origin, i, texts[i]);
@@ -143,9 +147,12 @@ void Vocabulary::finalize(PieceStyle style) {
                 pieces[i] = text;
                 break;
             case TokenType::normal:
-                if (style == PieceStyle::sentencepiece) pieces[i] = unescape_sentencepiece(text);
-                else if (utf8::find_invalid(text) == std::string_view::npos) pieces[i] = byte_level::decode(text);
-                else pieces[i] = text;  // not byte-level text at all: keep its bytes
+                if (style == PieceStyle::sentencepiece)
+                    pieces[i] = unescape_sentencepiece(text);
+                else if (utf8::find_invalid(text) == std::string_view::npos)
+                    pieces[i] = byte_level::decode(text);
+                else
+                    pieces[i] = text;  // not byte-level text at all: keep its bytes
                 break;
             case TokenType::byte:
                 pieces[i] = std::string(1, static_cast<char>(byte_token_value(text)));

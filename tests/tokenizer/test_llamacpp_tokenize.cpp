@@ -3,10 +3,8 @@
 // strings on every vocabulary (see data/make_llamacpp_refs.py), and
 // testdata/llamacpp-refs/*.ref.json the prompt tokens llama.cpp fed its models.
 #include <catch2/catch.hpp>
-
 #include <functional>
 #include <map>
-
 #include <nlohmann/json.hpp>
 
 #include "support/test_paths.h"
@@ -32,12 +30,12 @@ struct Source {
 
 std::map<std::string, Source> sources() {
     std::map<std::string, Source> s;
-    for (const auto& [name, rel] : std::map<std::string, std::string>{
-             {"llama-spm", "vocab/ggml-vocab-llama-spm.gguf"},
-             {"phi-3", "vocab/ggml-vocab-phi-3.gguf"},
-             {"gpt-2", "vocab/ggml-vocab-gpt-2.gguf"},
-             {"llama-r256", "llamacpp-refs/llama-r256-f32.gguf"},
-             {"qwen3-r256", "llamacpp-refs/qwen3-r256-f32.gguf"}}) {
+    for (const auto& [name, rel] :
+         std::map<std::string, std::string>{{"llama-spm", "vocab/ggml-vocab-llama-spm.gguf"},
+                                            {"phi-3", "vocab/ggml-vocab-phi-3.gguf"},
+                                            {"gpt-2", "vocab/ggml-vocab-gpt-2.gguf"},
+                                            {"llama-r256", "llamacpp-refs/llama-r256-f32.gguf"},
+                                            {"qwen3-r256", "llamacpp-refs/qwen3-r256-f32.gguf"}}) {
         const auto path = testdata(rel);
         s[name] = {path, [path] { return tokenizer_from_gguf(test::gguf_metadata(path)); }};
     }

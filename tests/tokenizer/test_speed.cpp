@@ -2,7 +2,6 @@
 // repeated): prints tokens/s for each vocabulary. A measurement, not a pass/fail
 // criterion, apart from sanity (the text round-trips).
 #include <catch2/catch.hpp>
-
 #include <chrono>
 #include <cstdio>
 
@@ -42,8 +41,9 @@ TEST_CASE("encode speed on 100 KB", "[tokenizer][speed]") {
     const auto inp = testdata("vocab/ggml-vocab-gpt-2.gguf.inp");
     INLAY_REQUIRE_FILE_OR_SKIP(inp);
     const std::string text = hundred_kb_text();
-    for (const auto& [name, rel] : std::vector<std::pair<const char*, const char*>>{
-             {"gpt-2 (GGUF)", "vocab/ggml-vocab-gpt-2.gguf"}, {"llama-spm (GGUF)", "vocab/ggml-vocab-llama-spm.gguf"}}) {
+    for (const auto& [name, rel] :
+         std::vector<std::pair<const char*, const char*>>{{"gpt-2 (GGUF)", "vocab/ggml-vocab-gpt-2.gguf"},
+                                                          {"llama-spm (GGUF)", "vocab/ggml-vocab-llama-spm.gguf"}}) {
         const auto path = testdata(rel);
         if (std::filesystem::exists(path)) measure(name, *tokenizer_from_gguf(test::gguf_metadata(path)), text);
     }
@@ -51,10 +51,32 @@ TEST_CASE("encode speed on 100 KB", "[tokenizer][speed]") {
         measure("llama2 (sentencepiece)", *tokenizer_from_sentencepiece(model.string()), text);
     }
     if (const auto json = testdata("tokenizers/qwen3/tokenizer.json"); std::filesystem::exists(json)) {
-        measure("qwen3 (tokenizer.json)", *tokenizer_from_gguf(test::metadata_from_hf_tokenizer_json(json, "qwen2")), text);
+        const Metadata md = test::metadata_from_hf_tokenizer_json(json, "qwen2");
+        const auto t0 = std::chrono::steady_clock::now();
+        const auto tok = tokenizer_from_gguf(md);
+        std::printf("construct qwen3 tokenizer (151669 tokens, 151387 merges) from metadata: %.1f ms\n",
+                    std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() * 1e3);
+        measure("qwen3 (tokenizer.json)", *tok, text);
     }
     if (const auto json = testdata("tokenizers/llama3/tokenizer.json"); std::filesystem::exists(json)) {
-        measure("llama3 (tokenizer.json)", *tokenizer_from_gguf(test::metadata_from_hf_tokenizer_json(json, "llama-bpe")),
-                text);
+        measure("llama3 (tokenizer.json)",
+                *tokenizer_from_gguf(test::metadata_from_hf_tokenizer_json(json, "llama-bpe")), text);
+    }
+}
+
+TEST_CASE("long runs of one character class stay linear and round-trip", "[tokenizer][long]") {
+    const auto spm = tokenizer_from_gguf(test::tiny_spm_metadata({"\xE2\x96\x81", "a", "aa", "1"}));
+    std::vector<std::unique_ptr<Tokenizer>> bpes;
+    for (const char* pre : {"gpt-2", "llama-bpe", "qwen2", "default"})
+        bpes.push_back(tokenizer_from_gguf(test::tiny_bpe_metadata({"a a", "\xC4\xA0 \xC4\xA0"}, pre)));
+    for (const std::string unit : {" ", "\n", "a", "1", "!", " \n", "\xE3\x80\x80", "a1 "}) {
+        std::string text;
+        while (text.size() < 300000) text += unit;
+        const auto t0 = std::chrono::steady_clock::now();
+        CHECK(spm->decode(spm->encode(text, false), false, true) == text);
+        for (const auto& bpe : bpes) CHECK(bpe->decode(bpe->encode(text, true), false, true) == text);
+        const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        INFO("unit \"" << unit << "\" took " << s << " s");
+        CHECK(s < 20.0);  // quadratic behaviour would take minutes
     }
 }

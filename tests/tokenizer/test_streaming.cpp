@@ -2,7 +2,6 @@
 // byte tokens appears exactly at the token that completes it, and the concatenated
 // stream equals the whole-sequence decode with ill-formed bytes replaced.
 #include <catch2/catch.hpp>
-
 #include <random>
 
 #include "support/test_paths.h"
@@ -14,7 +13,9 @@ using namespace inlay;
 
 namespace {
 
-constexpr int32_t byte_token(uint8_t b) { return 3 + b; }  // tiny SPM vocabulary layout
+constexpr int32_t byte_token(uint8_t b) {
+    return 3 + b;
+}  // tiny SPM vocabulary layout
 const std::string k_fffd(utf8::replacement_character);
 
 }  // namespace
@@ -38,26 +39,35 @@ TEST_CASE("a 4-byte emoji over byte tokens comes out whole at the last token", "
 }
 
 TEST_CASE("invalid bytes become U+FFFD as soon as they are known to be invalid", "[tokenizer][streaming]") {
-    const auto tok = tokenizer_from_gguf(test::tiny_spm_metadata({"\xE2\x96\x81", "a", "\xE2\x96\x81" "a"}));
+    const auto tok = tokenizer_from_gguf(test::tiny_spm_metadata({"\xE2\x96\x81", "a",
+                                                                  "\xE2\x96\x81"
+                                                                  "a"}));
     const int32_t a = tok->find_token("a");
-    const int32_t space_a = tok->find_token("\xE2\x96\x81" "a");
+    const int32_t space_a = tok->find_token(
+        "\xE2\x96\x81"
+        "a");
     StreamingDetokenizer detok(*tok, /*at_start=*/false);
-    CHECK(detok.push(byte_token(0xFF)) == k_fffd);       // never valid
-    CHECK(detok.push(byte_token(0xF0)).empty());         // may start a character
-    CHECK(detok.push(a) == k_fffd + "a");                // ...but "a" cannot continue it
+    CHECK(detok.push(byte_token(0xFF)) == k_fffd);  // never valid
+    CHECK(detok.push(byte_token(0xF0)).empty());    // may start a character
+    CHECK(detok.push(a) == k_fffd + "a");           // ...but "a" cannot continue it
     CHECK(detok.push(byte_token(0xE2)).empty());
     CHECK(detok.push(byte_token(0x82)).empty());
-    CHECK(detok.flush() == k_fffd);                      // one truncated character
-    CHECK(detok.push(space_a) == " a");                  // not at start: the space stays
-    CHECK(detok.push(byte_token(0xC0)) == k_fffd);       // overlong lead
-    CHECK(detok.push(1).empty());                        // <s> renders as nothing
+    CHECK(detok.flush() == k_fffd);                 // one truncated character
+    CHECK(detok.push(space_a) == " a");             // not at start: the space stays
+    CHECK(detok.push(byte_token(0xC0)) == k_fffd);  // overlong lead
+    CHECK(detok.push(1).empty());                   // <s> renders as nothing
     StreamingDetokenizer special(*tok, false, /*render_special=*/true);
     CHECK(special.push(1) == "<s>");
 }
 
 TEST_CASE("at_start drops the dummy space only from the first text", "[tokenizer][streaming]") {
-    const auto tok = tokenizer_from_gguf(test::tiny_spm_metadata({"\xE2\x96\x81" "a", "a"}));
-    const int32_t space_a = tok->find_token("\xE2\x96\x81" "a");
+    const auto tok =
+        tokenizer_from_gguf(test::tiny_spm_metadata({"\xE2\x96\x81"
+                                                     "a",
+                                                     "a"}));
+    const int32_t space_a = tok->find_token(
+        "\xE2\x96\x81"
+        "a");
     StreamingDetokenizer detok(*tok, /*at_start=*/true);
     CHECK(detok.push(1).empty());  // BOS contributes no text and keeps the rule pending
     CHECK(detok.push(space_a) == "a");
@@ -77,10 +87,14 @@ TEST_CASE("random token streams: valid output equal to the sanitized decode", "[
         for (auto& id : ids) {
             // Mostly continuation and lead bytes, some pieces and control tokens.
             const uint32_t r = rng() % 10;
-            if (r < 4) id = byte_token(static_cast<uint8_t>(0x80 + rng() % 64));
-            else if (r < 7) id = byte_token(static_cast<uint8_t>(0xC0 + rng() % 64));
-            else if (r < 8) id = byte_token(static_cast<uint8_t>(rng() % 128));
-            else id = static_cast<int32_t>(1 + rng() % static_cast<uint32_t>(tok->n_vocab() - 1));
+            if (r < 4)
+                id = byte_token(static_cast<uint8_t>(0x80 + rng() % 64));
+            else if (r < 7)
+                id = byte_token(static_cast<uint8_t>(0xC0 + rng() % 64));
+            else if (r < 8)
+                id = byte_token(static_cast<uint8_t>(rng() % 128));
+            else
+                id = static_cast<int32_t>(1 + rng() % static_cast<uint32_t>(tok->n_vocab() - 1));
         }
         const bool at_start = rng() % 2;
         StreamingDetokenizer detok(*tok, at_start);

@@ -2,7 +2,6 @@
 // bit patterns (shortest form, no surrogates, at most U+10FFFF), exhaustively for all
 // strings of up to three bytes, and Unicode's own example of U+FFFD substitution.
 #include <catch2/catch.hpp>
-
 #include <random>
 
 #include "tokenizer/utf8.h"
@@ -18,11 +17,16 @@ bool one_valid_char(std::string_view s) {
     const auto b = [&](size_t i) { return static_cast<uint32_t>(static_cast<uint8_t>(s[i])); };
     size_t n;
     uint32_t cp;
-    if (b(0) < 0x80) n = 1, cp = b(0);
-    else if ((b(0) & 0xE0) == 0xC0) n = 2, cp = b(0) & 0x1F;
-    else if ((b(0) & 0xF0) == 0xE0) n = 3, cp = b(0) & 0x0F;
-    else if ((b(0) & 0xF8) == 0xF0) n = 4, cp = b(0) & 0x07;
-    else return false;
+    if (b(0) < 0x80)
+        n = 1, cp = b(0);
+    else if ((b(0) & 0xE0) == 0xC0)
+        n = 2, cp = b(0) & 0x1F;
+    else if ((b(0) & 0xF0) == 0xE0)
+        n = 3, cp = b(0) & 0x0F;
+    else if ((b(0) & 0xF8) == 0xF0)
+        n = 4, cp = b(0) & 0x07;
+    else
+        return false;
     if (s.size() != n) return false;
     for (size_t i = 1; i < n; ++i) {
         if ((b(i) & 0xC0) != 0x80) return false;

@@ -2,7 +2,6 @@
 // Hugging Face tokenizers): exact ids with add_special=false, parse_special=false, and
 // the decode round trip.
 #include <catch2/catch.hpp>
-
 #include <cstdlib>
 #include <filesystem>
 
@@ -116,7 +115,7 @@ TEST_CASE("Llama 3 vocabulary (pre llama-bpe) matches the llama-bpe vectors", "[
     md.add("tokenizer.ggml.bos_token_id", MetadataValue::from_int(ValueType::U32, 128000));
     md.add("tokenizer.ggml.eos_token_id", MetadataValue::from_int(ValueType::U32, 128001));
     const auto tok = tokenizer_from_gguf(md);
-    CHECK(tok->add_bos());  // llama.cpp's default for llama-bpe
+    CHECK(tok->add_bos());       // llama.cpp's default for llama-bpe
     CHECK(tok->is_eog(128009));  // <|eot_id|>
     CHECK(tok->is_eog(128001));
     CHECK_FALSE(tok->is_eog(128000));

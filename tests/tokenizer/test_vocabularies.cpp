@@ -2,7 +2,6 @@
 // definitions (SentencePiece: highest-scoring pair first; BPE: lowest rank first; ties:
 // leftmost), byte fallback, special tokens, validation errors and thread safety.
 #include <catch2/catch.hpp>
-
 #include <thread>
 
 #include "core/error.h"
@@ -41,8 +40,9 @@ std::vector<int32_t> spm_ids(const Tokenizer& tok, std::initializer_list<std::st
 TEST_CASE("SPM merges the highest-scoring pair first", "[tokenizer][spm]") {
     // Scores fall in list order. "▁hello": ll (best) first, then ▁h, then ▁h+e = ▁he,
     // then ▁he+ll = ▁hell; ▁hello is no token, so ▁hell + o remain.
-    const std::vector<std::string> pieces = {"ll", "\xE2\x96\x81h", "el", "lo", "he", "\xE2\x96\x81he",
-                                             "\xE2\x96\x81hell", "o", "h", "e", "l", "\xE2\x96\x81"};
+    const std::vector<std::string> pieces = {
+        "ll", "\xE2\x96\x81h", "el", "lo", "he", "\xE2\x96\x81he", "\xE2\x96\x81hell", "o", "h", "e",
+        "l",  "\xE2\x96\x81"};
     const auto tok = tokenizer_from_gguf(tiny_spm_metadata(pieces));
     CHECK(tok->encode("hello", false) == spm_ids(*tok, {"\xE2\x96\x81hell", "o"}));
     // "▁hel": pairs ▁h (score -2), he (-5), el (-3): ▁h merges first; then el (-3)
@@ -57,7 +57,8 @@ TEST_CASE("SPM merges the highest-scoring pair first", "[tokenizer][spm]") {
     // Spaces are escaped to U+2581; every text fragment after a special token gets the
     // dummy prefix again.
     CHECK(tok->encode(" h", false) == spm_ids(*tok, {"\xE2\x96\x81", "\xE2\x96\x81h"}));
-    CHECK(tok->encode("h<s>h", true) == std::vector<int32_t>{tok->find_token("\xE2\x96\x81h"), 1, tok->find_token("\xE2\x96\x81h")});
+    CHECK(tok->encode("h<s>h", true) ==
+          std::vector<int32_t>{tok->find_token("\xE2\x96\x81h"), 1, tok->find_token("\xE2\x96\x81h")});
     CHECK(tok->decode(tok->encode("hello e", false), false, true) == "hello e");
     CHECK(tok->decode(tok->encode("hello e", false), false, false) == " hello e");
     CHECK(k_spm_first_piece == tok->find_token("ll"));
@@ -81,8 +82,7 @@ TEST_CASE("BPE merges the lowest rank first, leftmost on ties", "[tokenizer][bpe
     CHECK(tok->find_token("hello") == hello);
     CHECK(tok->encode("hello", false) == std::vector<int32_t>{hello});
     // " world" is one word (qwen2 pre-tokenizer): Ġw then the single letters.
-    CHECK(tok->encode("hello world", false) ==
-          std::vector<int32_t>{hello, k_bpe_first_merge + 4, 'o', 'r', 'l', 'd'});
+    CHECK(tok->encode("hello world", false) == std::vector<int32_t>{hello, k_bpe_first_merge + 4, 'o', 'r', 'l', 'd'});
     CHECK(tok->encode("aaa", false) == std::vector<int32_t>{k_bpe_first_merge + 5, 'a'});
     // Token b is byte b's byte-level character, so "é" (C3 A9) gives its two bytes.
     CHECK(tok->encode("\xC3\xA9", false) == std::vector<int32_t>{0xC3, 0xA9});
@@ -231,9 +231,13 @@ TEST_CASE("malformed vocabularies give clear errors", "[tokenizer][errors]") {
 TEST_CASE("invalid UTF-8 input and invalid ids are rejected", "[tokenizer][errors]") {
     for (const auto& md : {tiny_spm_metadata({"a"}), tiny_bpe_metadata({"a b"})}) {
         const auto tok = tokenizer_from_gguf(md);
-        for (const auto& [text, offset] : std::vector<std::pair<std::string, size_t>>{
-                 {"ab\xC3(", 2}, {"ab\xE2\x82", 2}, {"\xC0\xAF", 0}, {"x\xED\xA0\x80", 1}, {"xy\xF4\x90\x80\x80", 2},
-                 {"\xFF", 0}, {"ok\x80", 2}}) {
+        for (const auto& [text, offset] : std::vector<std::pair<std::string, size_t>>{{"ab\xC3(", 2},
+                                                                                      {"ab\xE2\x82", 2},
+                                                                                      {"\xC0\xAF", 0},
+                                                                                      {"x\xED\xA0\x80", 1},
+                                                                                      {"xy\xF4\x90\x80\x80", 2},
+                                                                                      {"\xFF", 0},
+                                                                                      {"ok\x80", 2}}) {
             for (const bool parse_special : {false, true}) {
                 const auto [status, message] = error_of([&] { (void)tok->encode(text, parse_special); });
                 INFO(message);

@@ -2,10 +2,9 @@
 
 #include <cstdio>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <stdexcept>
-
-#include <nlohmann/json.hpp>
 
 #include "io/gguf_reader.h"
 #include "tokenizer/byte_level.h"
@@ -49,7 +48,9 @@ std::vector<std::vector<int32_t>> read_vocab_outputs(const std::filesystem::path
     return out;
 }
 
-Metadata gguf_metadata(const std::filesystem::path& path) { return GgufFile::open(path.string())->metadata(); }
+Metadata gguf_metadata(const std::filesystem::path& path) {
+    return GgufFile::open(path.string())->metadata();
+}
 
 MetadataValue string_array(std::vector<std::string> values) {
     MetadataArray a;
@@ -78,7 +79,9 @@ namespace {
 // tokens even when tokenizer.json does not mark them special.
 bool looks_special(const std::string& t) {
     auto starts = [&](std::string_view p) { return t.size() >= p.size() && t.compare(0, p.size(), p) == 0; };
-    auto ends = [&](std::string_view p) { return t.size() >= p.size() && t.compare(t.size() - p.size(), p.size(), p) == 0; };
+    auto ends = [&](std::string_view p) {
+        return t.size() >= p.size() && t.compare(t.size() - p.size(), p.size(), p) == 0;
+    };
     return t == "<pad>" || t == "<mask>" || t == "<2mass>" || t == "[@BOS@]" || (starts("<|") && ends("|>")) ||
            (starts("<\xEF\xBD\x9C") && ends("\xEF\xBD\x9C>")) || (starts("<unused") && ends(">"));
 }
@@ -107,8 +110,10 @@ Metadata metadata_from_hf_tokenizer_json(const std::filesystem::path& path, cons
     }
     std::vector<std::string> merges;
     for (const auto& m : j.at("model").at("merges")) {
-        if (m.is_string()) merges.push_back(m.get<std::string>());
-        else merges.push_back(m.at(0).get<std::string>() + " " + m.at(1).get<std::string>());
+        if (m.is_string())
+            merges.push_back(m.get<std::string>());
+        else
+            merges.push_back(m.at(0).get<std::string>() + " " + m.at(1).get<std::string>());
     }
     Metadata md;
     md.add("tokenizer.ggml.model", MetadataValue::from_string("gpt2"));
