@@ -1,7 +1,9 @@
 // The examples (built with INLAY_EXAMPLES=ON): simple.c streams the same greedy text
 // as `inlay generate`; chat.cpp's second turn only processes its new tokens.
 #include <filesystem>
-#include <regex>
+#include <array>
+#include <cstdio>
+#include <sstream>
 #include <string>
 
 #include <catch2/catch.hpp>
@@ -59,13 +61,18 @@ TEST_CASE("examples/chat: the second turn only processes the new tokens", "[cli]
     const auto r = run_process(chat, {model.string()});
     INFO(r.out << r.err);
     REQUIRE(r.exit_code == 0);
-    const std::regex report(R"(\[turn (\d)\] history before: (\d+) tokens; new prompt tokens: (\d+); )"
-                            R"(prompt tokens processed: (\d+); generated: (\d+); history after: (\d+) tokens)");
+    // "[turn N] history before: H tokens; new prompt tokens: X; prompt tokens processed: P;
+    //  generated: G; history after: A tokens"
     std::vector<std::array<long, 6>> turns;
-    for (auto it = std::sregex_iterator(r.out.begin(), r.out.end(), report); it != std::sregex_iterator(); ++it) {
+    std::istringstream lines(r.out);
+    for (std::string line; std::getline(lines, line);) {
         std::array<long, 6> v{};
-        for (size_t k = 0; k < 6; ++k) v[k] = std::stol((*it)[static_cast<int>(k) + 1].str());
-        turns.push_back(v);
+        if (std::sscanf(line.c_str(),
+                        "[turn %ld] history before: %ld tokens; new prompt tokens: %ld; prompt tokens processed: %ld; "
+                        "generated: %ld; history after: %ld tokens",
+                        &v[0], &v[1], &v[2], &v[3], &v[4], &v[5]) == 6) {
+            turns.push_back(v);
+        }
     }
     REQUIRE(turns.size() == 2);
     const auto& first = turns[0];
