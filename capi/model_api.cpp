@@ -80,7 +80,7 @@ INLAY_API inlay_status inlay_tokenize(const inlay_model* model, const char* text
         require_arg(out != nullptr || capacity == 0, "inlay_tokenize", "out is NULL with a nonzero capacity");
         require_arg((flags & ~3u) == 0, "inlay_tokenize", "unknown flags");
         const std::string_view sv(text ? text : "", len);
-        inlay::require_valid_utf8(sv, "inlay_tokenize: text");
+        inlay::utf8::require_valid(sv, "inlay_tokenize: text");
         const inlay::Tokenizer& tok = model->model->tokenizer();
         std::vector<int32_t> ids;
         if ((flags & INLAY_TOKENIZE_ADD_BOS) && tok.add_bos() && tok.bos() >= 0) ids.push_back(tok.bos());

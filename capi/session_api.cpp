@@ -31,7 +31,7 @@ inlay::GenerateOptions to_options(const inlay_generate_params& p) {
     require_arg(p.n_stop <= 1024, "inlay_session_generate", "n_stop must be at most 1024");
     for (size_t i = 0; i < p.n_stop; ++i) {
         require_arg(p.stop[i] != nullptr, "inlay_session_generate", "a stop string is NULL");
-        inlay::require_valid_utf8(p.stop[i], "inlay_session_generate: a stop string");
+        inlay::utf8::require_valid(p.stop[i], "inlay_session_generate: a stop string");
         require_arg(p.stop[i][0] != '\0', "inlay_session_generate", "a stop string is empty");
         o.stop_strings.emplace_back(p.stop[i]);
     }
@@ -135,7 +135,7 @@ INLAY_API inlay_status inlay_session_generate(inlay_session* session, const char
         require_arg(session != nullptr, "inlay_session_generate", "session is NULL");
         require_arg(prompt != nullptr, "inlay_session_generate", "prompt is NULL");
         const std::string_view text(prompt);
-        inlay::require_valid_utf8(text, "inlay_session_generate: prompt");
+        inlay::utf8::require_valid(text, "inlay_session_generate: prompt");
         const inlay_generate_params p = read_params(params);
         const auto options = to_options(p);
         const auto input = session->session->tokenize_input(text, p.add_bos, p.parse_special);

@@ -2,45 +2,124 @@
 
 #include "core/error.h"
 
-namespace inlay {
+namespace inlay::utf8 {
 
-size_t utf8_sequence_length(unsigned char c) {
-    if (c < 0x80) return 1;
-    if (c >= 0xc2 && c <= 0xdf) return 2;
-    if (c >= 0xe0 && c <= 0xef) return 3;
-    if (c >= 0xf0 && c <= 0xf4) return 4;
-    return 0;
+namespace {
+
+// Allowed range of the second byte for each lead byte (Unicode Table 3-7); the third
+// and fourth bytes are always 0x80..0xBF.
+struct LeadInfo {
+    uint8_t length;  // 0: not a lead byte
+    uint8_t lo;
+    uint8_t hi;
+};
+
+constexpr LeadInfo lead_info(uint8_t b) noexcept {
+    if (b < 0x80) return {1, 0, 0};
+    if (b < 0xC2) return {0, 0, 0};
+    if (b < 0xE0) return {2, 0x80, 0xBF};
+    if (b == 0xE0) return {3, 0xA0, 0xBF};
+    if (b == 0xED) return {3, 0x80, 0x9F};
+    if (b < 0xF0) return {3, 0x80, 0xBF};
+    if (b == 0xF0) return {4, 0x90, 0xBF};
+    if (b < 0xF4) return {4, 0x80, 0xBF};
+    if (b == 0xF4) return {4, 0x80, 0x8F};
+    return {0, 0, 0};
 }
 
-std::optional<size_t> find_invalid_utf8(std::string_view text) {
-    const auto* s = reinterpret_cast<const unsigned char*>(text.data());
-    const size_t n = text.size();
-    size_t i = 0;
-    while (i < n) {
-        const unsigned char c = s[i];
-        const size_t len = utf8_sequence_length(c);
-        if (len == 0 || i + len > n) return i;
-        if (len > 1) {
-            // Second-byte ranges exclude overlong forms, surrogates and > U+10FFFF.
-            const unsigned char c1 = s[i + 1];
-            unsigned char lo = 0x80, hi = 0xbf;
-            if (c == 0xe0) lo = 0xa0;
-            else if (c == 0xed) hi = 0x9f;
-            else if (c == 0xf0) lo = 0x90;
-            else if (c == 0xf4) hi = 0x8f;
-            if (c1 < lo || c1 > hi) return i;
-            for (size_t k = 2; k < len; ++k)
-                if ((s[i + k] & 0xc0) != 0x80) return i;
-        }
-        i += len;
+}  // namespace
+
+Step next_step(std::string_view text, size_t pos) noexcept {
+    const auto lead = static_cast<uint8_t>(text[pos]);
+    const LeadInfo info = lead_info(lead);
+    if (info.length == 0) return {StepKind::invalid, 1};
+    if (info.length == 1) return {StepKind::valid, 1};
+    for (size_t k = 1; k < info.length; ++k) {
+        if (pos + k >= text.size()) return {StepKind::incomplete, k};
+        const auto b = static_cast<uint8_t>(text[pos + k]);
+        const uint8_t lo = k == 1 ? info.lo : 0x80;
+        const uint8_t hi = k == 1 ? info.hi : 0xBF;
+        if (b < lo || b > hi) return {StepKind::invalid, k};
     }
-    return std::nullopt;
+    return {StepKind::valid, info.length};
 }
 
-void require_valid_utf8(std::string_view text, std::string_view what) {
-    if (auto bad = find_invalid_utf8(text))
-        fail(INLAY_ERR_INVALID_UTF8, "{} is not valid UTF-8 (byte {} at offset {})", what,
-             static_cast<unsigned>(static_cast<unsigned char>(text[*bad])), *bad);
+size_t find_invalid(std::string_view text) noexcept {
+    size_t pos = 0;
+    while (pos < text.size()) {
+        const auto b = static_cast<uint8_t>(text[pos]);
+        if (b < 0x80) {  // fast path for ASCII
+            ++pos;
+            continue;
+        }
+        const Step step = next_step(text, pos);
+        if (step.kind != StepKind::valid) return pos;
+        pos += step.length;
+    }
+    return std::string_view::npos;
 }
 
-}  // namespace inlay
+void require_valid(std::string_view text, std::string_view what) {
+    const size_t bad = find_invalid(text);
+    if (bad != std::string_view::npos) {
+        fail(INLAY_ERR_INVALID_UTF8, "{} is not valid UTF-8: ill-formed sequence at byte offset {} (byte 0x{:02X})",
+             what, bad, static_cast<uint8_t>(text[bad]));
+    }
+}
+
+std::string sanitize(std::string_view text) {
+    std::string out;
+    out.reserve(text.size());
+    size_t pos = 0;
+    while (pos < text.size()) {
+        const Step step = next_step(text, pos);
+        if (step.kind == StepKind::valid)
+            out.append(text.substr(pos, step.length));
+        else
+            out.append(replacement_character);
+        pos += step.length;
+    }
+    return out;
+}
+
+void append_codepoint(std::string& out, uint32_t cp) {
+    if (cp < 0x80) {
+        out.push_back(static_cast<char>(cp));
+    } else if (cp < 0x800) {
+        out.push_back(static_cast<char>(0xC0 | (cp >> 6)));
+        out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+    } else if (cp < 0x10000) {
+        out.push_back(static_cast<char>(0xE0 | (cp >> 12)));
+        out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
+        out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+    } else {
+        out.push_back(static_cast<char>(0xF0 | (cp >> 18)));
+        out.push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3F)));
+        out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
+        out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+    }
+}
+
+uint32_t decode_valid(std::string_view text, size_t& pos) noexcept {
+    const auto b0 = static_cast<uint8_t>(text[pos]);
+    auto cont = [&](size_t k) { return static_cast<uint32_t>(static_cast<uint8_t>(text[pos + k]) & 0x3F); };
+    uint32_t cp;
+    size_t n;
+    if (b0 < 0x80) {
+        cp = b0;
+        n = 1;
+    } else if (b0 < 0xE0) {
+        cp = ((b0 & 0x1Fu) << 6) | cont(1);
+        n = 2;
+    } else if (b0 < 0xF0) {
+        cp = ((b0 & 0x0Fu) << 12) | (cont(1) << 6) | cont(2);
+        n = 3;
+    } else {
+        cp = ((b0 & 0x07u) << 18) | (cont(1) << 12) | (cont(2) << 6) | cont(3);
+        n = 4;
+    }
+    pos += n;
+    return cp;
+}
+
+}  // namespace inlay::utf8

@@ -1,5 +1,5 @@
 #include "tokenizer/tokenizer.h"
-#include "tokenizer/utf8.h"
+#include "core/utf8.h"
 
 namespace inlay {
 

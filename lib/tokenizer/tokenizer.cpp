@@ -1,7 +1,7 @@
 #include "tokenizer/tokenizer.h"
 
 #include "core/error.h"
-#include "tokenizer/utf8.h"
+#include "core/utf8.h"
 #include "tokenizer/vocabulary.h"
 
 namespace inlay {

@@ -6,7 +6,7 @@
 
 #include "core/error.h"
 #include "tokenizer/byte_level.h"
-#include "tokenizer/utf8.h"
+#include "core/utf8.h"
 
 namespace inlay {
 

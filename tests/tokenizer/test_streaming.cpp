@@ -7,7 +7,7 @@
 #include "support/test_paths.h"
 #include "tokenizer/tokenizer.h"
 #include "tokenizer/tokenizer_test_util.h"
-#include "tokenizer/utf8.h"
+#include "core/utf8.h"
 
 using namespace inlay;
 

@@ -4,7 +4,7 @@
 #include <catch2/catch.hpp>
 #include <random>
 
-#include "tokenizer/utf8.h"
+#include "core/utf8.h"
 
 using namespace inlay;
 
