@@ -261,8 +261,12 @@ typedef struct inlay_result inlay_result;
 
 /* Appends `prompt` (UTF-8, NUL-terminated; may be "") to the conversation and
  * generates. With an empty history and add_bos, BOS starts the conversation. On
- * INLAY_OK, INLAY_ERR_CANCELLED and INLAY_ERR_CONTEXT_FULL, *out_result (if out_result
- * is not NULL) holds what was produced and must be freed. */
+ * INLAY_OK and INLAY_ERR_CANCELLED, *out_result (if out_result is not NULL) holds what
+ * was produced and must be freed; on other errors it is NULL. Reaching the context
+ * length while generating is INLAY_OK with stop reason INLAY_STOP_CONTEXT_FULL; a prompt
+ * that does not fit at all is INLAY_ERR_CONTEXT_FULL and changes nothing. When text was
+ * held back at the end (a partial stop-string match that did not complete, or bytes of an
+ * unfinished character), on_token is called once more with token -1 and that text. */
 INLAY_API inlay_status inlay_session_generate(inlay_session* session, const char* prompt,
                                               const inlay_generate_params* params,
                                               inlay_result** out_result);
