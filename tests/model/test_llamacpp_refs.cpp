@@ -99,4 +99,16 @@ TEST_CASE("llama models agree with llama.cpp", "[llamacpp]") {
     compare_model("llama-r256-q4_0", {5e-2, 1e-1});
     compare_model("llama-r256-q4_k_m", {5e-2, 1e-1});
     compare_model("llama-r256-q6_k", {5e-2, 1e-1});
+    compare_model("llama-r256-q1_0", {5e-2, 1e-1});
+}
+
+TEST_CASE("qwen3 models agree with llama.cpp", "[llamacpp]") {
+    compare_model("qwen3-r256-f32", {1e-3, 2e-3});
+    compare_model("qwen3-r256-f16", {2e-2, 4e-2});
+    compare_model("qwen3-r256-bf16", {2e-2, 4e-2});
+    compare_model("qwen3-r256-q8_0", {5e-2, 1e-1});
+    compare_model("qwen3-r256-q4_0", {5e-2, 1e-1});
+    compare_model("qwen3-r256-q4_k_m", {5e-2, 1e-1});
+    compare_model("qwen3-r256-q6_k", {5e-2, 1e-1});
+    compare_model("qwen3-r256-q1_0", {5e-2, 1e-1});
 }
