@@ -8,6 +8,7 @@
 #include "core/error.h"
 #include "tokenizer/byte_level.h"
 #include "tokenizer/tokenizer_impls.h"
+#include "tokenizer/unicode_nfc.h"
 
 namespace inlay {
 
@@ -48,8 +49,9 @@ uint64_t pair_key(int32_t a, int32_t b) {
 class BpeTokenizer final : public Tokenizer {
 public:
     BpeTokenizer(std::unique_ptr<const Vocabulary> vocab, const std::vector<std::string>& merges,
-                 PretokenizerKind pretokenizer, bool ignore_merges)
-        : Tokenizer(std::move(vocab)), pretokenizer_(pretokenizer), ignore_merges_(ignore_merges) {
+                 std::unique_ptr<RegexPretokenizer> pretokenizer, bool ignore_merges, bool nfc)
+        : Tokenizer(std::move(vocab)), pretokenizer_(std::move(pretokenizer)), ignore_merges_(ignore_merges),
+          nfc_(nfc) {
         const Vocabulary& v = this->vocab();
         for (size_t b = 0; b < 256; ++b) byte_symbol_[b] = v.find(byte_level::encode_byte(static_cast<uint8_t>(b)));
         if (merges.size() > static_cast<size_t>(INT32_MAX)) fail(INLAY_ERR_BAD_FORMAT, "{}: too many merges", v.origin);
@@ -84,18 +86,24 @@ public:
         std::vector<int32_t> out;
         std::vector<std::pair<size_t, size_t>> words;
         std::string encoded;
+        std::string normalized;
         State state;
         for (const Fragment& f : split_special(text, parse_special)) {
             if (f.token >= 0) {
                 out.push_back(f.token);
                 continue;
             }
+            std::string_view piece = f.text;
+            if (nfc_ && !unicode::is_nfc_quick(piece)) {
+                normalized = unicode::nfc(piece);
+                piece = normalized;
+            }
             words.clear();
-            pretokenizer_.split(f.text, words);
+            pretokenizer_->split(piece, words);
             for (const auto& [b, e] : words) {
                 encoded.clear();
-                byte_level::encode_append(encoded, f.text.substr(b, e - b));
-                tokenize_word(encoded, f.text.substr(b, e - b), state, out);
+                byte_level::encode_append(encoded, piece.substr(b, e - b));
+                tokenize_word(encoded, piece.substr(b, e - b), state, out);
             }
         }
         return out;
@@ -185,8 +193,9 @@ private:
         }
     }
 
-    RegexPretokenizer pretokenizer_;
+    std::unique_ptr<RegexPretokenizer> pretokenizer_;
     bool ignore_merges_;
+    bool nfc_;
     int32_t byte_symbol_[256];
     std::unordered_map<uint64_t, Merge> pair_merges_;
     std::unordered_map<std::string, Merge, StringHash, std::equal_to<>> text_merges_;
@@ -197,7 +206,16 @@ private:
 std::unique_ptr<Tokenizer> make_bpe_tokenizer(std::unique_ptr<Vocabulary> vocab, const std::vector<std::string>& merges,
                                               PretokenizerKind pretokenizer, bool ignore_merges) {
     vocab->finalize(PieceStyle::byte_level);
-    return std::make_unique<BpeTokenizer>(std::move(vocab), merges, pretokenizer, ignore_merges);
+    return std::make_unique<BpeTokenizer>(std::move(vocab), merges, std::make_unique<RegexPretokenizer>(pretokenizer),
+                                          ignore_merges, false);
+}
+
+std::unique_ptr<Tokenizer> make_bpe_tokenizer(std::unique_ptr<Vocabulary> vocab, const std::vector<std::string>& merges,
+                                              const BpeConfig& config) {
+    auto pretokenizer = std::make_unique<RegexPretokenizer>(config.patterns);
+    vocab->finalize(PieceStyle::byte_level);
+    return std::make_unique<BpeTokenizer>(std::move(vocab), merges, std::move(pretokenizer), config.ignore_merges,
+                                          config.nfc);
 }
 
 }  // namespace inlay

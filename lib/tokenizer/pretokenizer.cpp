@@ -78,6 +78,14 @@ struct RegexPretokenizer::Compiled {
 };
 
 RegexPretokenizer::RegexPretokenizer(PretokenizerKind kind) : patterns_(patterns_for(kind)) {
+    compile(INLAY_ERR_INTERNAL);
+}
+
+RegexPretokenizer::RegexPretokenizer(std::vector<std::string> patterns) : patterns_(std::move(patterns)) {
+    compile(INLAY_ERR_UNSUPPORTED);
+}
+
+void RegexPretokenizer::compile(inlay_status on_error) {
     for (const auto& pattern : patterns_) {
         int error = 0;
         PCRE2_SIZE error_offset = 0;
@@ -87,13 +95,49 @@ RegexPretokenizer::RegexPretokenizer(PretokenizerKind kind) : patterns_(patterns
         if (!compiled->code) {
             PCRE2_UCHAR message[256];
             pcre2_get_error_message(error, message, sizeof message);
-            fail(INLAY_ERR_INTERNAL, "pre-tokenizer pattern does not compile at offset {}: {}", error_offset,
+            fail(on_error, "pre-tokenizer pattern \"{}\" does not compile at offset {}: {}", pattern, error_offset,
                  reinterpret_cast<const char*>(message));
         }
         // JIT is an optimisation only: without it (no JIT support) matching still works.
         compiled->jit = pcre2_jit_compile(compiled->code, PCRE2_JIT_COMPLETE) == 0;
         compiled_.push_back(std::move(compiled));
     }
+}
+
+std::string hf_regex_to_pcre2(std::string_view regex) {
+    std::string out;
+    out.reserve(regex.size() + 64);
+    bool in_class = false;
+    for (size_t i = 0; i < regex.size(); ++i) {
+        const char c = regex[i];
+        if (c == '\\' && i + 1 < regex.size()) {
+            const char e = regex[i + 1];
+            ++i;
+            if (e == 's') {
+                out += in_class ? std::string(k_ws) : "[" + std::string(k_ws) + "]";
+            } else if (e == 'S') {
+                if (in_class)
+                    fail(INLAY_ERR_UNSUPPORTED, "pre-tokenizer regex \"{}\": \\S inside a character class is not supported",
+                         regex);
+                out += "[^" + std::string(k_ws) + "]";
+            } else {
+                out += c;
+                out += e;
+            }
+            continue;
+        }
+        if (!in_class && c == '[') {
+            in_class = true;
+            out += c;
+            // A ']' right after '[' or '[^' is a literal member, not the end.
+            if (i + 1 < regex.size() && regex[i + 1] == '^') out += regex[++i];
+            if (i + 1 < regex.size() && regex[i + 1] == ']') out += regex[++i];
+            continue;
+        }
+        if (in_class && c == ']') in_class = false;
+        out += c;
+    }
+    return out;
 }
 
 RegexPretokenizer::~RegexPretokenizer() = default;

@@ -16,6 +16,8 @@
 #include <utility>
 #include <vector>
 
+#include "inlay/inlay.h"
+
 namespace inlay {
 
 enum class PretokenizerKind {
@@ -29,6 +31,9 @@ class RegexPretokenizer {
 public:
     // Throws INLAY_ERR_INTERNAL if a built-in pattern does not compile.
     explicit RegexPretokenizer(PretokenizerKind kind);
+    // Patterns from a file (already translated by hf_regex_to_pcre2), applied in
+    // turn. A pattern PCRE2 rejects throws INLAY_ERR_UNSUPPORTED naming it.
+    explicit RegexPretokenizer(std::vector<std::string> patterns);
     ~RegexPretokenizer();
     RegexPretokenizer(const RegexPretokenizer&) = delete;
     RegexPretokenizer& operator=(const RegexPretokenizer&) = delete;
@@ -42,8 +47,15 @@ public:
 
 private:
     struct Compiled;
+    void compile(inlay_status on_error);
     std::vector<std::string> patterns_;
     std::vector<std::unique_ptr<Compiled>> compiled_;
 };
+
+// Translates a Hugging Face (Oniguruma-syntax) split regex to the PCRE2 dialect used
+// here: `\s` and `\S`, outside or inside character classes, become the Unicode
+// White_Space classes that Hugging Face's regex engine uses. Throws
+// INLAY_ERR_UNSUPPORTED for constructs it cannot translate (`\S` inside a class).
+std::string hf_regex_to_pcre2(std::string_view regex);
 
 }  // namespace inlay

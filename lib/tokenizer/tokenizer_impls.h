@@ -23,4 +23,14 @@ std::unique_ptr<Tokenizer> make_spm_tokenizer(std::unique_ptr<Vocabulary> vocab)
 std::unique_ptr<Tokenizer> make_bpe_tokenizer(std::unique_ptr<Vocabulary> vocab, const std::vector<std::string>& merges,
                                               PretokenizerKind pretokenizer, bool ignore_merges);
 
+// The same from a tokenizer.json: its own split patterns (PCRE2, see
+// hf_regex_to_pcre2) and normalizer.
+struct BpeConfig {
+    std::vector<std::string> patterns;  // applied in turn; may be empty (no split)
+    bool ignore_merges = false;
+    bool nfc = false;  // NFC-normalize the text between special tokens first
+};
+std::unique_ptr<Tokenizer> make_bpe_tokenizer(std::unique_ptr<Vocabulary> vocab, const std::vector<std::string>& merges,
+                                              const BpeConfig& config);
+
 }  // namespace inlay
