@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <cstring>
 #include <numeric>
 #include <vector>
 
@@ -39,6 +40,7 @@ struct Reference {
     const TinyModel& m;
     TinyLlamaOptions o;
     bool tied;
+    std::vector<double> freq_factors = {};  // llama3 scaling: theta_i is divided by factor i
 
     std::vector<double> w(const std::string& name) const {
         for (const auto& t : m.tensors)
@@ -64,7 +66,8 @@ struct Reference {
     void rope(std::vector<double>& v, int64_t n_heads, int64_t hd, int64_t pos) const {
         for (int64_t h = 0; h < n_heads; ++h)
             for (int64_t i = 0; i < hd / 2; ++i) {
-                const double theta = static_cast<double>(pos) * std::pow(static_cast<double>(o.rope_freq_base), -2.0 * static_cast<double>(i) / static_cast<double>(hd));
+                double theta = static_cast<double>(pos) * std::pow(static_cast<double>(o.rope_freq_base), -2.0 * static_cast<double>(i) / static_cast<double>(hd));
+                if (!freq_factors.empty()) theta /= freq_factors[static_cast<size_t>(i)];
                 double& a = v[static_cast<size_t>(h * hd + 2 * i)];
                 double& b = v[static_cast<size_t>(h * hd + 2 * i + 1)];
                 const double x0 = a, x1 = b;
@@ -200,6 +203,42 @@ TEST_CASE("decoder logits match a float64 forward pass", "[decoder]") {
         INFO("max |logit error| = " << worst << " with max |logit| = " << largest);
         REQUIRE(worst <= c.tol);
     }
+}
+
+TEST_CASE("llama3 RoPE frequency factors (rope_freqs.weight) scale the angles", "[decoder]") {
+    TinyLlamaOptions o;
+    auto tiny = test::make_tiny_llama(o);
+    const int64_t half = o.n_embd / o.n_heads / 2;
+    test::TinyTensor freqs;
+    freqs.name = "rope_freqs.weight";
+    freqs.type = DType::F32;
+    freqs.ne = {half};
+    for (int64_t i = 0; i < half; ++i) freqs.values.push_back(i < 2 ? 1.0f : static_cast<float>(1 << (i % 5)));
+    freqs.data.resize(freqs.values.size() * sizeof(float));
+    std::memcpy(freqs.data.data(), freqs.values.data(), freqs.data.size());
+    tiny.tensors.insert(tiny.tensors.begin() + 1, freqs);
+    auto file = GgufFile::from_bytes(tiny.to_bytes(), "tiny-llama3");
+    auto spec = spec_from_gguf_metadata(file->metadata());
+    spec.n_vocab = o.n_vocab;
+    CpuBackend b(2);
+    Decoder<CpuBackend> dec(b, spec, *file);
+    REQUIRE(dec.spec().has_rope_freq_factors);
+    const std::vector<int32_t> tokens{1, 40, 41, 42, 43, 44, 45, 46, 47, 48, 49, 50, 51, 52, 53, 54, 55, 56, 57, 58};
+    const auto got = run(dec, b, tokens, 32, DType::F32);
+    Reference ref{tiny, o, false};
+    ref.freq_factors.assign(freqs.values.begin(), freqs.values.end());
+    const auto want = ref.logits(tokens);
+    Reference plain{tiny, o, false};
+    const auto unscaled = plain.logits(tokens);
+    double worst = 0, moved = 0;
+    for (size_t t = 0; t < tokens.size(); ++t)
+        for (size_t v = 0; v < static_cast<size_t>(o.n_vocab); ++v) {
+            worst = std::max(worst, std::fabs(got[t * static_cast<size_t>(o.n_vocab) + v] - want[t][v]));
+            moved = std::max(moved, std::fabs(want[t][v] - unscaled[t][v]));
+        }
+    INFO("max error " << worst << ", effect of the factors " << moved);
+    REQUIRE(worst <= 2e-4);
+    REQUIRE(moved > 100 * worst);  // the factors matter, so the check above means something
 }
 
 TEST_CASE("batched, chunked and token-by-token evaluation agree", "[decoder]") {
