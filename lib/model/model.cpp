@@ -1,12 +1,15 @@
 #include "model/model.h"
 
 #include <chrono>
+#include <filesystem>
 
 #include "core/error.h"
 #include "core/log.h"
 #include "io/gguf_reader.h"
 #include "model/cpu_executor.h"
 #include "model/families/family.h"
+#include "model/families/hf_source.h"
+#include "model/families/hf_tokenizer.h"
 
 namespace inlay {
 namespace {
@@ -40,23 +43,34 @@ std::unique_ptr<Model> Model::load(const std::string& path, const ModelOptions& 
     const auto start = std::chrono::steady_clock::now();
     if (options.context_length < 0) fail(INLAY_ERR_INVALID_ARGUMENT, "context_length must not be negative");
     std::unique_ptr<Model> model(new Model());
-    model->weights_ = GgufFile::open(path);
+    DecoderSpec spec;
+    std::error_code ec;
+    if (std::filesystem::is_directory(path, ec)) {
+        // A Hugging Face folder (config.json, safetensors, tokenizer files), seen as the
+        // GGUF model it converts to; it checks every weight's presence, dtype and shape.
+        auto hf = HfModelSource::open(path);
+        spec = hf->spec();
+        model->tokenizer_ = tokenizer_from_hf_folder(path, hf->config());
+        model->weights_ = std::move(hf);
+    } else {
+        model->weights_ = GgufFile::open(path);
+        const WeightSource& gguf = *model->weights_;
+        spec = spec_from_gguf_metadata(gguf.metadata());
+        const TensorView& embd = gguf.require("token_embd.weight");
+        spec.n_vocab = embd.n_dims == 2 ? embd.ne[1] : 0;
+        if (spec.n_vocab <= 0 || embd.ne[0] != spec.n_embd)
+            fail(INLAY_ERR_SHAPE_MISMATCH, "tensor 'token_embd.weight' has shape [{}, {}], expected [{}, n_vocab]",
+                 embd.ne[0], embd.ne[1], spec.n_embd);
+        if (auto declared = gguf.metadata().get_int_opt(spec.architecture + ".vocab_size");
+            declared && *declared != spec.n_vocab)
+            fail(INLAY_ERR_SHAPE_MISMATCH, "{}.vocab_size = {} but token_embd.weight has {} rows", spec.architecture,
+                 *declared, spec.n_vocab);
+        model->tokenizer_ = tokenizer_from_gguf(gguf.metadata());
+    }
     const WeightSource& w = *model->weights_;
     const Metadata& md = w.metadata();
-
-    DecoderSpec spec = spec_from_gguf_metadata(md);
-    const TensorView& embd = w.require("token_embd.weight");
-    spec.n_vocab = embd.n_dims == 2 ? embd.ne[1] : 0;
-    if (spec.n_vocab <= 0 || embd.ne[0] != spec.n_embd)
-        fail(INLAY_ERR_SHAPE_MISMATCH, "tensor 'token_embd.weight' has shape [{}, {}], expected [{}, n_vocab]",
-             embd.ne[0], embd.ne[1], spec.n_embd);
-    if (auto declared = md.get_int_opt(spec.architecture + ".vocab_size"); declared && *declared != spec.n_vocab)
-        fail(INLAY_ERR_SHAPE_MISMATCH, "{}.vocab_size = {} but token_embd.weight has {} rows", spec.architecture,
-             *declared, spec.n_vocab);
-
-    model->tokenizer_ = tokenizer_from_gguf(md);
     if (model->tokenizer_->n_vocab() != spec.n_vocab)
-        fail(INLAY_ERR_SHAPE_MISMATCH, "the vocabulary has {} tokens but token_embd.weight has {} rows",
+        fail(INLAY_ERR_SHAPE_MISMATCH, "the vocabulary has {} tokens but the token embedding has {} rows",
              model->tokenizer_->n_vocab(), spec.n_vocab);
 
     if (options.progress && !options.progress(0.0f)) fail(INLAY_ERR_CANCELLED, "model load aborted by the progress callback");

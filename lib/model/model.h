@@ -22,7 +22,8 @@ struct ModelOptions {
 
 class Model {
 public:
-    // Loads a GGUF file. Every tensor is validated against the spec before any compute.
+    // Loads a GGUF file, or a Hugging Face folder (config.json, safetensors, tokenizer.model
+    // or tokenizer.json). Every tensor is validated against the spec before any compute.
     static std::unique_ptr<Model> load(const std::string& path, const ModelOptions& options);
 
     [[nodiscard]] const DecoderSpec& spec() const { return executor_->spec(); }

@@ -1,0 +1,375 @@
+// `inlay convert`: the tensor types it picks (llama.cpp's rules and fallbacks), that every
+// type it writes loads in inlay close to the source folder, and, where /work/peer's
+// llama.cpp build is present, that llama.cpp loads every file, tokenizes like inlay and
+// computes the same logits as inlay does on the same file and on the source folder.
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <sys/wait.h>
+
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "core/error.h"
+#include "io/gguf_reader.h"
+#include "model/families/hf_convert.h"
+#include "model/model.h"
+#include "runtime/session.h"
+#include "support/safetensors_fixtures.h"
+#include "support/test_paths.h"
+
+using namespace inlay;
+using test::TinyHfOptions;
+namespace fs = std::filesystem;
+
+namespace {
+
+std::shared_ptr<const Model> load(const fs::path& path) {
+    ModelOptions options;
+    options.n_threads = 2;
+    return Model::load(path.string(), options);
+}
+
+std::vector<float> eval(const std::shared_ptr<const Model>& model, const std::vector<int32_t>& tokens) {
+    Session session(model, 0);
+    return session.eval_logits(tokens);
+}
+
+std::string slurp(const fs::path& p) {
+    std::ifstream in(p, std::ios::binary);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+}
+
+// Runs a shell command; stdout to `out`, stderr kept beside it.
+int run(const std::string& cmd, const fs::path& dir, std::string& out) {
+    const fs::path o = dir / "stdout.txt", e = dir / "stderr.txt";
+    const int rc = std::system((cmd + " > '" + o.string() + "' 2> '" + e.string() + "'").c_str());
+    out = slurp(o);
+    return rc;
+}
+
+// llama.cpp's native tools: the build without AMX kernels (the older build dies with
+// SIGILL on quantized files on this machine).
+fs::path peer_bin(const std::string& tool) {
+    return fs::path("/work/peer/native/build-noamx/bin") / tool;
+}
+
+const ConvertType kAllTypes[] = {ConvertType::f32,  ConvertType::f16,  ConvertType::bf16,
+                                 ConvertType::q8_0, ConvertType::q4_k, ConvertType::q1_0};
+
+// The llama-r256 shape of the llamacpp-refs models: rows fit every block size.
+TinyHfOptions r256(const char* arch) {
+    TinyHfOptions o;
+    o.arch = arch;
+    o.n_embd = 256;
+    o.n_ff = 512;
+    o.n_heads = 4;
+    o.n_kv_heads = 2;
+    o.n_layers = 2;
+    o.tied = std::string(arch) == "qwen3";
+    if (o.tied) o.head_dim = 128;
+    return o;
+}
+
+struct Bounds {
+    double same_file;  // |llama.cpp - inlay| on the same converted file
+    double folder;     // |converted file - inlay on the source folder|
+};
+
+// Both relative to the largest |logit| (~2x the largest error measured over 3 models x 14
+// to 17 positions x llama.cpp's top-8). same_file: f32 and f16/bf16 differ in the order of
+// sums and where activations round (f16 KV cache, flash-attention accumulators); quantized
+// files share the activation quantization, so most agree to ~1e-6, and one rounding flip
+// in a quantized activation moves a few logits (up to 5e-3 of the largest). folder: the
+// types' own rounding of these uniform random weights (1 bit keeps almost nothing).
+Bounds relative_bound(ConvertType t) {
+    switch (t) {
+        case ConvertType::f32:
+            return {5e-4, 5e-4};
+        case ConvertType::f16:
+            return {3e-3, 3e-3};
+        case ConvertType::bf16:
+            return {3e-3, 1.5e-2};
+        case ConvertType::q8_0:
+            return {1e-2, 3e-2};
+        case ConvertType::q4_k:
+            return {1e-2, 0.25};
+        case ConvertType::q1_0:
+            return {1e-2, 2.0};
+    }
+    return {0, 0};
+}
+
+std::vector<int32_t> prompt_ids(int64_t n_vocab, size_t n) {
+    std::vector<int32_t> ids;
+    for (size_t i = 0; i < n; ++i) ids.push_back(static_cast<int32_t>((i * 61 + 11) % static_cast<size_t>(n_vocab)));
+    return ids;
+}
+
+}  // namespace
+
+TEST_CASE("convert picks llama.cpp's tensor types", "[convert]") {
+    const auto type = [](ConvertType t, const char* name, int n_dims, int64_t row, int64_t layer = -1,
+                         int64_t n_layers = 2, bool tied = false) {
+        return convert_tensor_type(t, name, n_dims, row, layer, n_layers, tied);
+    };
+    // Norms and rope factors stay F32 whatever the type.
+    for (const ConvertType t : kAllTypes) {
+        CHECK(type(t, "blk.0.attn_norm.weight", 1, 256) == DType::F32);
+        CHECK(type(t, "rope_freqs.weight", 1, 64) == DType::F32);
+    }
+    CHECK(type(ConvertType::f16, "blk.0.attn_q.weight", 2, 64) == DType::F16);
+    CHECK(type(ConvertType::bf16, "output.weight", 2, 64) == DType::BF16);
+    CHECK(type(ConvertType::q8_0, "output.weight", 2, 256) == DType::Q8_0);
+    // Q4_K_M: output Q6_K; attn_v / ffn_down Q6_K in the layers use_more_bits() picks.
+    CHECK(type(ConvertType::q4_k, "output.weight", 2, 256) == DType::Q6_K);
+    CHECK(type(ConvertType::q4_k, "token_embd.weight", 2, 256) == DType::Q4_K);
+    CHECK(type(ConvertType::q4_k, "token_embd.weight", 2, 256, -1, 2, true) == DType::Q6_K);
+    CHECK(type(ConvertType::q4_k, "blk.0.attn_v.weight", 2, 256, 0, 2) == DType::Q4_K);
+    CHECK(type(ConvertType::q4_k, "blk.1.attn_v.weight", 2, 256, 1, 2) == DType::Q6_K);  // as llamacpp-refs q4_k_m
+    CHECK(type(ConvertType::q4_k, "blk.1.ffn_down.weight", 2, 512, 1, 2) == DType::Q6_K);
+    CHECK(type(ConvertType::q4_k, "blk.1.attn_q.weight", 2, 256, 1, 2) == DType::Q4_K);
+    // 32 layers: the first 4, the last 4 and every third from layer 6 get more bits.
+    int more = 0;
+    for (int64_t l = 0; l < 32; ++l)
+        more += type(ConvertType::q4_k, "blk.x.ffn_down.weight", 2, 256, l, 32) == DType::Q6_K;
+    CHECK(more == 4 + 4 + 8);
+    CHECK(type(ConvertType::q1_0, "blk.0.ffn_up.weight", 2, 256) == DType::Q1_0);
+    CHECK(type(ConvertType::q1_0, "output.weight", 2, 256) == DType::Q6_K);
+    // Fallbacks for rows that do not fill blocks.
+    std::string why;
+    CHECK(convert_tensor_type(ConvertType::q4_k, "blk.0.attn_q.weight", 2, 64, 0, 2, false, &why) == DType::Q8_0);
+    CHECK_THAT(why, Catch::Contains("not a multiple of the q4_K block (256)"));
+    CHECK(convert_tensor_type(ConvertType::q4_k, "blk.0.attn_q.weight", 2, 48, 0, 2, false, &why) == DType::F16);
+    CHECK(convert_tensor_type(ConvertType::q1_0, "blk.0.attn_q.weight", 2, 96, 0, 2, false, &why) == DType::Q8_0);
+    CHECK(convert_tensor_type(ConvertType::q8_0, "blk.0.attn_q.weight", 2, 20, 0, 2, false, &why) == DType::F16);
+    CHECK(convert_tensor_type(ConvertType::q8_0, "blk.0.attn_q.weight", 2, 64, 0, 2, false, &why) == DType::Q8_0);
+    CHECK(why.empty());
+    CHECK(convert_type_from_name("q4_k") == ConvertType::q4_k);
+    CHECK_FALSE(convert_type_from_name("q4_K_M"));
+    CHECK(convert_file_type(ConvertType::bf16) == 32);
+}
+
+TEST_CASE("every converted type loads in inlay and stays close to the folder", "[convert]") {
+    for (const char* arch : {"llama", "qwen3"}) {
+        const fs::path dir = test::scratch_dir(std::string("convert_types_") + arch);
+        const auto m = test::write_tiny_hf_folder(dir / "folder", r256(arch));
+        const auto folder_model = load(dir / "folder");
+        const auto tokens = prompt_ids(m.n_vocab, 12);
+        const auto want = eval(folder_model, tokens);
+        double max_logit = 0;
+        for (const float v : want) max_logit = std::max(max_logit, static_cast<double>(std::fabs(v)));
+        for (const ConvertType t : kAllTypes) {
+            INFO(arch << " " << convert_type_name(t));
+            const fs::path out = dir / fmt::format("{}.gguf", convert_type_name(t));
+            ConvertOptions options;
+            options.type = t;
+            const auto report = convert_hf_folder((dir / "folder").string(), out.string(), options);
+            CHECK(report.file_bytes == fs::file_size(out));
+            for (const auto& tensor : report.tensors) CHECK(tensor.reason.find("not a multiple") == std::string::npos);
+            auto file = GgufFile::open(out.string());
+            CHECK(file->metadata().get_int("general.file_type") == convert_file_type(t));
+            CHECK(file->metadata().get_string("general.architecture") == arch);
+            CHECK(file->require("output_norm.weight").type == DType::F32);
+            const auto got = eval(load(out), tokens);
+            double err = 0;
+            for (size_t i = 0; i < got.size(); ++i)
+                err = std::max(err, static_cast<double>(std::fabs(got[i] - want[i])));
+            WARN(arch << " " << convert_type_name(t) << ": max |GGUF - folder| = " << err << " (max |logit| "
+                      << max_logit << ")");
+            // Bounds relative to the largest logit, ~2x the error measured on these random
+            // weights: each type's own rounding (uniform random weights keep little at 1 bit,
+            // so q1_0 is only checked to run sanely). llama.cpp checks each file exactly below.
+            CHECK(err <= relative_bound(t).folder * max_logit);
+        }
+    }
+}
+
+TEST_CASE("convert reports fallbacks for rows that do not fit a type's blocks", "[convert]") {
+    const fs::path dir = test::scratch_dir("convert_fallback");
+    test::write_tiny_hf_folder(dir / "folder", TinyHfOptions{});  // hidden 64, ff 96
+    ConvertOptions options;
+    options.type = ConvertType::q4_k;
+    const auto report = convert_hf_folder((dir / "folder").string(), (dir / "q4_k.gguf").string(), options);
+    size_t fallbacks = 0;
+    for (const auto& t : report.tensors) {
+        if (t.name.ends_with("norm.weight")) {
+            CHECK(t.type == DType::F32);
+            continue;
+        }
+        INFO(t.name);
+        CHECK(t.type == DType::Q8_0);  // every row (64 or 96) misses the 256 block; 32 fits
+        CHECK_THAT(t.reason, Catch::Contains("instead"));
+        ++fallbacks;
+    }
+    CHECK(fallbacks == 1 + 2 * 7 + 1);
+    CHECK_NOTHROW(load(dir / "q4_k.gguf"));
+}
+
+TEST_CASE("convert names what it cannot write", "[convert][malformed]") {
+    const auto edit_text = [](const fs::path& p, const std::string& from, const std::string& to) {
+        std::string s = slurp(p);
+        const size_t at = s.find(from);
+        REQUIRE(at != std::string::npos);
+        s.replace(at, from.size(), to);
+        std::ofstream(p, std::ios::binary) << s;
+    };
+    struct Case {
+        const char* name;
+        std::function<void(const fs::path&)> edit;
+        inlay_status status;
+        const char* message;
+    };
+    const std::vector<Case> cases = {
+        {"regex", [&](const fs::path& d) { edit_text(d / "tokenizer.json", "\\\\p{N}{1,3}", "\\\\p{N}{1,4}"); },
+         INLAY_ERR_UNSUPPORTED, "split regex is not one inlay knows"},
+        {"no_pre_tokenizer",
+         [&](const fs::path& d) { edit_text(d / "tokenizer.json", "\"pre_tokenizer\"", "\"pre\""); },
+         INLAY_ERR_UNSUPPORTED, "no pre_tokenizer"},
+        {"unigram", [&](const fs::path& d) { edit_text(d / "tokenizer.json", "\"BPE\"", "\"Unigram\""); },
+         INLAY_ERR_UNSUPPORTED, "model type \"Unigram\" is not supported (BPE)"},
+        {"bad_merge", [&](const fs::path& d) { edit_text(d / "tokenizer.json", "\"merges\": [", "\"merges\": [7, "); },
+         INLAY_ERR_BAD_FORMAT, "merge 0 is neither"},
+        {"id_beyond_vocab", [&](const fs::path& d) { edit_text(d / "tokenizer.json", "\"id\": 306", "\"id\": 999"); },
+         INLAY_ERR_SHAPE_MISMATCH, "has id 999, beyond config.json's vocab_size 307"},
+        {"eos_unknown", [&](const fs::path& d) { edit_text(d / "tokenizer_config.json", "<|im_end|>", "<|nope|>"); },
+         INLAY_ERR_BAD_FORMAT, "eos_token \"<|nope|>\" is not in the vocabulary"},
+        {"eos_not_string", [&](const fs::path& d) { edit_text(d / "tokenizer_config.json", "\"<|im_end|>\"", "7"); },
+         INLAY_ERR_BAD_FORMAT, "\"eos_token\" is neither a string"},
+        {"no_tokenizer", [](const fs::path& d) { fs::remove(d / "tokenizer.json"); }, INLAY_ERR_MISSING,
+         "has neither tokenizer.model nor tokenizer.json"},
+    };
+    for (const Case& c : cases) {
+        INFO(c.name);
+        const fs::path dir = test::scratch_dir(std::string("convert_bad_") + c.name);
+        test::write_tiny_hf_folder(dir, TinyHfOptions{});
+        c.edit(dir);
+        try {
+            convert_hf_folder(dir.string(), (dir / "out.gguf").string(), {});
+            FAIL("expected an error");
+        } catch (const Error& e) {
+            INFO(e.what());
+            CHECK(e.status() == c.status);
+            CHECK_THAT(e.what(), Catch::Contains(c.message));
+        }
+        CHECK_FALSE(fs::exists(dir / "out.gguf"));
+    }
+    const fs::path dir = test::scratch_dir("convert_bad_output");
+    test::write_tiny_hf_folder(dir, TinyHfOptions{});
+    try {
+        convert_hf_folder(dir.string(), (dir / "no-such-dir" / "out.gguf").string(), {});
+        FAIL("expected an error");
+    } catch (const Error& e) {
+        CHECK(e.status() == INLAY_ERR_IO);
+    }
+}
+
+TEST_CASE("llama.cpp loads every converted file and agrees with inlay", "[convert][peer]") {
+    const fs::path dump = peer_bin("logits_dump");
+    const fs::path tokenize = peer_bin("llama-tokenize");
+    INLAY_REQUIRE_FILE_OR_SKIP(dump);
+    INLAY_REQUIRE_FILE_OR_SKIP(tokenize);
+    std::vector<std::pair<std::string, TinyHfOptions>> models = {{"llama", r256("llama")}, {"qwen3", r256("qwen3")}};
+    if (fs::exists(test::spm_source())) {
+        auto o = r256("llama");
+        o.tokenizer = test::TinyTokenizer::spm;
+        models.emplace_back("llama-spm", o);
+    }
+    for (const auto& [label, options] : models) {
+        const fs::path dir = test::scratch_dir("convert_peer_" + label);
+        test::write_tiny_hf_folder(dir / "folder", options);
+        const auto folder_model = load(dir / "folder");
+        const auto n_vocab = static_cast<size_t>(folder_model->spec().n_vocab);
+        const Session tok_session(folder_model, 0);
+        const auto tokens = tok_session.tokenize_input("the cat was on the mat and you 12", true, true);
+        const auto folder_logits = eval(folder_model, tokens);
+        std::string ids;
+        for (const int32_t t : tokens) ids += fmt::format("{}{}", ids.empty() ? "" : ",", t);
+        for (const ConvertType t : kAllTypes) {
+            const std::string type_name(convert_type_name(t));
+            INFO(label << " " << type_name);
+            const fs::path out = dir / (type_name + ".gguf");
+            ConvertOptions co;
+            co.type = t;
+            convert_hf_folder((dir / "folder").string(), out.string(), co);
+            const auto file_logits = eval(load(out), tokens);
+
+            // llama.cpp tokenizes the prompt as inlay's folder tokenizer does.
+            std::string tok_out;
+            REQUIRE(run("'" + tokenize.string() + "' -m '" + out.string() +
+                            "' -p 'the cat was on the mat and you 12' --ids --log-disable",
+                        dir, tok_out) == 0);
+            INFO("llama-tokenize: " << tok_out);
+            CHECK(tok_out.find(fmt::format("[{}]", fmt::join(tokens, ", "))) != std::string::npos);
+
+            std::string json_text;
+            REQUIRE(run("'" + dump.string() + "' '" + out.string() + "' --tokens " + ids + " --n 1 --k 8 --threads 1",
+                        dir, json_text) == 0);
+            const auto ref = nlohmann::json::parse(json_text);
+            REQUIRE(ref["prompt_top"].size() == tokens.size());
+            double max_logit = 0;
+            for (const float v : folder_logits) max_logit = std::max(max_logit, static_cast<double>(std::fabs(v)));
+            const double tol_same = relative_bound(t).same_file * max_logit;
+            const double tol_folder = relative_bound(t).folder * max_logit;
+            double same = 0, folder = 0;
+            int top1_file = 0, top1_folder = 0;
+            for (size_t p = 0; p < tokens.size(); ++p) {
+                const auto& top = ref["prompt_top"][p];
+                for (const auto& e : top) {
+                    const auto id = e["id"].get<size_t>();
+                    const double v = e["logit"].get<double>();
+                    same = std::max(same, std::fabs(file_logits[p * n_vocab + id] - v));
+                    folder = std::max(folder, std::fabs(folder_logits[p * n_vocab + id] - v));
+                }
+                const auto argmax = [&](const std::vector<float>& l) {
+                    const float* row = l.data() + p * n_vocab;
+                    return std::max_element(row, row + n_vocab) - row;
+                };
+                const double gap = top[0]["logit"].get<double>() - top[1]["logit"].get<double>();
+                const auto best = top[0]["id"].get<int64_t>();
+                if (gap > 2 * tol_same) {
+                    CHECK(argmax(file_logits) == best);
+                    ++top1_file;
+                }
+                if (gap > 2 * tol_folder) {
+                    CHECK(argmax(folder_logits) == best);
+                    ++top1_folder;
+                }
+            }
+            WARN(label << " " << type_name << ": max |llama.cpp - inlay| on the file " << same << " (top-1 checked at "
+                       << top1_file << "/" << tokens.size() << "), vs inlay on the folder " << folder << " (top-1 at "
+                       << top1_folder << "); max |logit| " << max_logit);
+            CHECK(same <= tol_same);
+            CHECK(folder <= tol_folder);
+        }
+    }
+}
+
+TEST_CASE("the inlay convert command", "[convert][cli]") {
+    const fs::path tool = test::binary_dir() / "tools" / "inlay";
+    INLAY_REQUIRE_FILE_OR_SKIP(tool);
+    const fs::path dir = test::scratch_dir("convert_cli");
+    test::write_tiny_hf_folder(dir / "folder", TinyHfOptions{});
+    std::string out;
+    const std::string inlay = "'" + tool.string() + "' convert ";
+    CHECK(run(inlay + "'" + (dir / "folder").string() + "' '" + (dir / "m.gguf").string() + "' --type q8_0", dir,
+              out) == 0);
+    CHECK_THAT(out, Catch::Contains("wrote") && Catch::Contains("llama q8_0"));
+    CHECK(fs::exists(dir / "m.gguf"));
+    CHECK(run(inlay + "'" + (dir / "folder").string() + "' '" + (dir / "m.gguf").string() + "' --type q4_k", dir,
+              out) == 0);
+    CHECK_THAT(out, Catch::Contains("q8_0  rows of 64 are not a multiple of the q4_K block (256): q8_0 instead"));
+    // Usage errors exit 2, library errors 1 with the status name.
+    CHECK(run(inlay + "'" + (dir / "folder").string() + "'", dir, out) != 0);
+    CHECK(WEXITSTATUS(std::system((inlay + "a b --type q3 > /dev/null 2>&1").c_str())) == 2);
+    CHECK(WEXITSTATUS(std::system((inlay + "'" + (dir / "nope").string() + "' x.gguf > /dev/null 2>&1").c_str())) == 1);
+    CHECK(run(inlay + "'" + (dir / "nope").string() + "' '" + (dir / "x.gguf").string() + "'", dir, out) != 0);
+    CHECK_THAT(slurp(dir / "stderr.txt"), Catch::Contains("inlay: error: INLAY_ERR_IO"));
+    CHECK(WEXITSTATUS(std::system((inlay + "--help > /dev/null").c_str())) == 0);
+}
