@@ -26,6 +26,7 @@ int run_logits(std::span<const std::string_view> args);
 int run_tokenize(std::span<const std::string_view> args);
 int run_inspect(std::span<const std::string_view> args);
 int run_bench(std::span<const std::string_view> args);
+int run_convert(std::span<const std::string_view> args);
 
 // Seconds on a monotonic clock, for differences.
 double now_seconds();

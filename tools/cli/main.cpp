@@ -25,12 +25,13 @@ struct CommandEntry {
     CommandFn run;
 };
 
-constexpr std::array<CommandEntry, 5> commands{{
+constexpr std::array<CommandEntry, 6> commands{{
     {"generate", "generate text from a prompt (streamed to stdout)", inlay::cli::run_generate},
     {"logits", "teacher-forced top-k logits for every prompt position", inlay::cli::run_logits},
     {"tokenize", "show the token ids of a text", inlay::cli::run_tokenize},
     {"inspect", "show a GGUF file's metadata and tensors", inlay::cli::run_inspect},
     {"bench", "measure prompt and generation speed (like llama-bench)", inlay::cli::run_bench},
+    {"convert", "convert a Hugging Face folder (safetensors) to GGUF", inlay::cli::run_convert},
 }};
 
 void print_main_usage(std::FILE* out) {
