@@ -76,8 +76,8 @@ void bm_quantize_activations(benchmark::State& state, DType act) {
     state.SetBytesProcessed(state.iterations() * n * static_cast<int64_t>(sizeof(float)));
 }
 
-const DType kWeightTypes[] = {DType::F32,  DType::F16,  DType::BF16, DType::Q8_0, DType::Q4_0,
-                              DType::Q1_0, DType::Q4_K, DType::Q5_K, DType::Q6_K};
+const DType kWeightTypes[] = {DType::F32,  DType::F16,  DType::BF16, DType::Q8_0, DType::Q4_0, DType::Q4_1,
+                              DType::Q5_0, DType::Q5_1, DType::Q1_0, DType::Q4_K, DType::Q5_K, DType::Q6_K};
 
 int register_all() {
     for (DType t : kWeightTypes) {
@@ -90,7 +90,7 @@ int register_all() {
             ->Args({576, 1536})
             ->Unit(benchmark::kMicrosecond);
     }
-    for (DType t : {DType::Q8_0, DType::Q8_K, DType::F16, DType::BF16}) {
+    for (DType t : {DType::Q8_0, DType::Q8_1, DType::Q8_K, DType::F16, DType::BF16}) {
         benchmark::RegisterBenchmark(("quantize_activations/" + std::string(inlay::dtype_name(t))).c_str(),
                                      bm_quantize_activations, t)
             ->Arg(1536)

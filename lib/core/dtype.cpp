@@ -11,7 +11,11 @@ constexpr DTypeTraits kF32{"f32", 1, 4};
 constexpr DTypeTraits kF16{"f16", 1, 2};
 constexpr DTypeTraits kBF16{"bf16", 1, 2};
 constexpr DTypeTraits kQ4_0{"q4_0", 32, 18};
+constexpr DTypeTraits kQ4_1{"q4_1", 32, 20};  // f16 d; f16 m; u8 qs[16]
+constexpr DTypeTraits kQ5_0{"q5_0", 32, 22};  // f16 d; u8 qh[4]; u8 qs[16]
+constexpr DTypeTraits kQ5_1{"q5_1", 32, 24};  // f16 d; f16 m; u8 qh[4]; u8 qs[16]
 constexpr DTypeTraits kQ8_0{"q8_0", 32, 34};
+constexpr DTypeTraits kQ8_1{"q8_1", 32, 36};  // f16 d; f16 s; i8 qs[32]
 constexpr DTypeTraits kQ4_K{"q4_K", 256, 144};
 constexpr DTypeTraits kQ5_K{"q5_K", 256, 176};
 constexpr DTypeTraits kQ6_K{"q6_K", 256, 210};
@@ -26,7 +30,11 @@ const DTypeTraits& dtype_traits(DType type) {
         case DType::F16: return kF16;
         case DType::BF16: return kBF16;
         case DType::Q4_0: return kQ4_0;
+        case DType::Q4_1: return kQ4_1;
+        case DType::Q5_0: return kQ5_0;
+        case DType::Q5_1: return kQ5_1;
         case DType::Q8_0: return kQ8_0;
+        case DType::Q8_1: return kQ8_1;
         case DType::Q4_K: return kQ4_K;
         case DType::Q5_K: return kQ5_K;
         case DType::Q6_K: return kQ6_K;
@@ -41,7 +49,11 @@ std::optional<DType> dtype_from_id(uint32_t id) {
         case 0: return DType::F32;
         case 1: return DType::F16;
         case 2: return DType::Q4_0;
+        case 3: return DType::Q4_1;
+        case 6: return DType::Q5_0;
+        case 7: return DType::Q5_1;
         case 8: return DType::Q8_0;
+        case 9: return DType::Q8_1;
         case 12: return DType::Q4_K;
         case 13: return DType::Q5_K;
         case 14: return DType::Q6_K;
@@ -55,10 +67,6 @@ std::optional<DType> dtype_from_id(uint32_t id) {
 std::string_view ggml_type_name(uint32_t id) {
     if (auto t = dtype_from_id(id)) return dtype_name(*t);
     switch (id) {
-        case 3: return "q4_1";
-        case 6: return "q5_0";
-        case 7: return "q5_1";
-        case 9: return "q8_1";
         case 10: return "q2_K";
         case 11: return "q3_K";
         case 16: return "iq2_xxs";

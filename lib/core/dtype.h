@@ -13,7 +13,11 @@ enum class DType : uint32_t {
     F32 = 0,
     F16 = 1,
     Q4_0 = 2,
+    Q4_1 = 3,
+    Q5_0 = 6,
+    Q5_1 = 7,
     Q8_0 = 8,
+    Q8_1 = 9,  // activations only: the partner of Q4_1 and Q5_1 in dot products
     Q4_K = 12,
     Q5_K = 13,
     Q6_K = 14,

@@ -14,6 +14,10 @@ namespace inlay::quant {
 
 inline constexpr int kQK8_0 = 32;   // elements per Q8_0 block
 inline constexpr int kQK4_0 = 32;   // elements per Q4_0 block
+inline constexpr int kQK4_1 = 32;   // elements per Q4_1 block
+inline constexpr int kQK5_0 = 32;   // elements per Q5_0 block
+inline constexpr int kQK5_1 = 32;   // elements per Q5_1 block
+inline constexpr int kQK8_1 = 32;   // elements per Q8_1 block
 inline constexpr int kQK1_0 = 128;  // elements per Q1_0 block
 inline constexpr int kQK_K = 256;   // elements per K-quant super-block
 inline constexpr int kKScaleBytes = 12;  // packed 6-bit scales and mins of Q4_K / Q5_K
@@ -28,6 +32,38 @@ struct BlockQ8_0 {
 struct BlockQ4_0 {
     uint16_t d;  // f16 scale
     uint8_t qs[kQK4_0 / 2];
+};
+
+// x[i] = d * (qs[i] & 15) + m, x[i + 16] = d * (qs[i] >> 4) + m
+struct BlockQ4_1 {
+    uint16_t d;  // f16 scale
+    uint16_t m;  // f16 offset (the block minimum)
+    uint8_t qs[kQK4_1 / 2];
+};
+
+// 5-bit levels: the low four bits as in Q4_0, bit 4 of level j (element order) is bit j
+// of qh read as a little-endian uint32.
+// x[i] = d * ((qs[i] & 15 | h(i) << 4) - 16), x[i + 16] = d * ((qs[i] >> 4 | h(i + 16) << 4) - 16)
+struct BlockQ5_0 {
+    uint16_t d;  // f16 scale
+    uint8_t qh[4];
+    uint8_t qs[kQK5_0 / 2];
+};
+
+// Q5_0's levels without the -16, plus an offset: x = d * level + m.
+struct BlockQ5_1 {
+    uint16_t d;  // f16 scale
+    uint16_t m;  // f16 offset (the block minimum)
+    uint8_t qh[4];
+    uint8_t qs[kQK5_1 / 2];
+};
+
+// Activations for Q4_1 / Q5_1 dot products: x[i] = d * qs[i]; s = f16(d * sum of qs),
+// which carries the weights' offset m through the dot product as m * s.
+struct BlockQ8_1 {
+    uint16_t d;  // f16 scale
+    uint16_t s;  // f16
+    int8_t qs[kQK8_1];
 };
 
 // x[j] = bit j ? +d : -d, bit j being bit (j % 8) of qs[j / 8]
@@ -76,6 +112,10 @@ struct BlockQ8_K {
 
 static_assert(sizeof(BlockQ8_0) == 34 && alignof(BlockQ8_0) == 2);
 static_assert(sizeof(BlockQ4_0) == 18 && alignof(BlockQ4_0) == 2);
+static_assert(sizeof(BlockQ4_1) == 20 && alignof(BlockQ4_1) == 2);
+static_assert(sizeof(BlockQ5_0) == 22 && alignof(BlockQ5_0) == 2);
+static_assert(sizeof(BlockQ5_1) == 24 && alignof(BlockQ5_1) == 2);
+static_assert(sizeof(BlockQ8_1) == 36 && alignof(BlockQ8_1) == 2);
 static_assert(sizeof(BlockQ1_0) == 18 && alignof(BlockQ1_0) == 2);
 static_assert(sizeof(BlockQ4_K) == 144 && alignof(BlockQ4_K) == 2);
 static_assert(sizeof(BlockQ5_K) == 176 && alignof(BlockQ5_K) == 2);

@@ -9,7 +9,7 @@
 
 namespace inlay::quant::detail {
 
-// Scalar kernel of `weight`, or nullptr for a type without one (Q8_K).
+// Scalar kernel of `weight`, or nullptr for a type without one (Q8_1, Q8_K).
 VecDotFn reference_kernel(DType weight);
 
 // Kernel using AVX2/FMA/F16C, or nullptr when the build does not target them.
@@ -43,8 +43,9 @@ void row_groups(int64_t n, int64_t n_rows, float* result, const void* w, size_t 
     for (; r < n_rows; ++r) K1(n, result + r, base + static_cast<size_t>(r) * w_stride, w_stride, x);
 }
 
-// AVX2 activation quantizer writing the same bytes as quantize_row; returns false when
-// the build lacks AVX2 or the type has no fast path (the caller falls back).
+// AVX2 activation quantizer writing the same bytes as quantize_activations_reference;
+// returns false when the build lacks AVX2 or the type has no fast path (the caller
+// falls back).
 bool quantize_activations_avx2(DType act_type, const float* x, void* out, int64_t n);
 
 }  // namespace inlay::quant::detail

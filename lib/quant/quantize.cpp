@@ -49,7 +49,11 @@ void quantize_row(DType type, const float* src, void* dst, int64_t n) {
             return;
         }
         case DType::Q8_0: quantize_q8_0(src, blocks<BlockQ8_0>(dst), n); return;
+        case DType::Q8_1: quantize_q8_1(src, blocks<BlockQ8_1>(dst), n); return;
         case DType::Q4_0: quantize_q4_0(src, blocks<BlockQ4_0>(dst), n); return;
+        case DType::Q4_1: quantize_q4_1(src, blocks<BlockQ4_1>(dst), n); return;
+        case DType::Q5_0: quantize_q5_0(src, blocks<BlockQ5_0>(dst), n); return;
+        case DType::Q5_1: quantize_q5_1(src, blocks<BlockQ5_1>(dst), n); return;
         case DType::Q1_0: quantize_q1_0(src, blocks<BlockQ1_0>(dst), n); return;
         case DType::Q8_K: quantize_q8_k(src, blocks<BlockQ8_K>(dst), n); return;
         case DType::Q4_K: quantize_q4_k(src, blocks<BlockQ4_K>(dst), n); return;
@@ -76,7 +80,11 @@ void dequantize_row(DType type, const void* src, float* dst, int64_t n) {
             return;
         }
         case DType::Q8_0: dequantize_q8_0(blocks<BlockQ8_0>(src), dst, n); return;
+        case DType::Q8_1: dequantize_q8_1(blocks<BlockQ8_1>(src), dst, n); return;
         case DType::Q4_0: dequantize_q4_0(blocks<BlockQ4_0>(src), dst, n); return;
+        case DType::Q4_1: dequantize_q4_1(blocks<BlockQ4_1>(src), dst, n); return;
+        case DType::Q5_0: dequantize_q5_0(blocks<BlockQ5_0>(src), dst, n); return;
+        case DType::Q5_1: dequantize_q5_1(blocks<BlockQ5_1>(src), dst, n); return;
         case DType::Q1_0: dequantize_q1_0(blocks<BlockQ1_0>(src), dst, n); return;
         case DType::Q8_K: dequantize_q8_k(blocks<BlockQ8_K>(src), dst, n); return;
         case DType::Q4_K: dequantize_q4_k(blocks<BlockQ4_K>(src), dst, n); return;

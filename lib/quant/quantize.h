@@ -1,9 +1,11 @@
 // Reference (scalar) conversions between f32 rows and every element type of dtype.h.
 //
-// Q8_0, Q4_0 and Q1_0 follow llama.cpp's reference quantizers exactly, so their output
-// is byte-identical to llama-quantize's (without an importance matrix). Q4_K, Q5_K and
-// Q6_K use inlay's own least-squares search of the scales and mins (comparable quality,
-// not identical bytes). Q8_K follows llama.cpp's activation quantizer.
+// Q8_0, Q4_0, Q4_1, Q5_0, Q5_1 and Q1_0 follow llama.cpp's reference quantizers
+// exactly, so their output is byte-identical to llama-quantize's (without an importance
+// matrix), as do those of the activation types Q8_1 and Q8_K. Q4_K, Q5_K and Q6_K use inlay's
+// own least-squares search of the scales and mins (comparable quality, not identical
+// bytes). quantize_activations (vec_dot.h) is the run-time path for activations: for
+// Q8_0 and Q8_1 its bytes differ from these (llama.cpp's CPU backend rounds differently).
 //
 // Thread-safe (no shared state). Non-finite inputs never crash but give unspecified
 // blocks.

@@ -1,7 +1,8 @@
-// AVX2 activation quantizers. Each writes exactly the bytes of the scalar quantize_row
-// (tests compare them): same scale expressions, same rounding (Q8_0 rounds half away
-// from zero like roundf, Q8_K half to even), and max-magnitude searches that return
-// the same element.
+// AVX2 activation quantizers. Each writes exactly the bytes of the scalar
+// quantize_activations_reference (tests compare them): Q8_0 / Q8_1 with the operations
+// of llama.cpp's x86 quantize_row_q8_0 / _q8_1 in the same order (codec_activations.cpp
+// explains them), Q8_K, F16 and BF16 as quantize_row (same scale expressions, rounding
+// half to even, and a max-magnitude search that returns the same element).
 #include "quant/kernels.h"
 
 #if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
@@ -27,36 +28,48 @@ inline float hmax(__m256 v) {
     return _mm_cvtss_f32(m);
 }
 
-// roundf(v): truncate, then step away from zero when the dropped fraction is >= 1/2
-// (v - trunc(v) is exact in binary floating point).
-inline __m256 round_half_away(__m256 v) {
-    const __m256 t = _mm256_round_ps(v, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
-    const __m256 frac = abs_ps(_mm256_sub_ps(v, t));
-    const __m256 step = _mm256_or_ps(_mm256_and_ps(v, _mm256_set1_ps(-0.0f)), _mm256_set1_ps(1.0f));
-    return _mm256_add_ps(t, _mm256_and_ps(_mm256_cmp_ps(frac, _mm256_set1_ps(0.5f), _CMP_GE_OQ), step));
-}
-
 inline __m256 clamp(__m256 v, float lo, float hi) {
     // max first: a NaN in v becomes lo, as in the scalar code.
     return _mm256_min_ps(_mm256_max_ps(v, _mm256_set1_ps(lo)), _mm256_set1_ps(hi));
 }
 
+// One 32-element block as llama.cpp's x86 code quantizes it: the maximum magnitude
+// folded in its lane order (maxps keeps the second operand on NaN, so the order decides
+// non-finite cases), multiplier 127 / amax, round half to even, saturating packs.
+// Returns d (unrounded); q[k] are the four int32 vectors before packing.
+inline float quantize_block32(const float* x, __m256i q[4]) {
+    __m256 v[4];
+    for (int k = 0; k < 4; ++k) v[k] = _mm256_loadu_ps(x + 8 * k);
+    __m256 amax = abs_ps(v[0]);
+    for (int k = 1; k < 4; ++k) amax = _mm256_max_ps(amax, abs_ps(v[k]));
+    __m128 m = _mm_max_ps(_mm256_extractf128_ps(amax, 1), _mm256_castps256_ps128(amax));
+    m = _mm_max_ps(m, _mm_movehl_ps(m, m));
+    m = _mm_max_ss(m, _mm_movehdup_ps(m));
+    const float max_abs = _mm_cvtss_f32(m);
+    const __m256 mul = _mm256_set1_ps(max_abs != 0.0f ? 127.0f / max_abs : 0.0f);
+    for (int k = 0; k < 4; ++k) {
+        const __m256 scaled = _mm256_mul_ps(v[k], mul);
+        q[k] = _mm256_cvtps_epi32(_mm256_round_ps(scaled, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+    }
+    return max_abs / 127.0f;
+}
+
 void quantize_q8_0(const float* x, BlockQ8_0* y, int64_t n) {
     for (int64_t b = 0; b < n / kQK8_0; ++b, x += kQK8_0) {
-        __m256 v[4];
-        __m256 amax = _mm256_setzero_ps();
-        for (int k = 0; k < 4; ++k) {
-            v[k] = _mm256_loadu_ps(x + 8 * k);
-            amax = _mm256_max_ps(abs_ps(v[k]), amax);  // NaN-ignoring operand order
-        }
-        const float d = hmax(amax) / 127.0f;
-        const float id = d != 0.0f ? 1.0f / d : 0.0f;
-        y[b].d = f32_to_f16(d);
         __m256i q[4];
-        for (int k = 0; k < 4; ++k) {
-            const __m256 scaled = clamp(_mm256_mul_ps(v[k], _mm256_set1_ps(id)), -127.0f, 127.0f);
-            q[k] = _mm256_cvttps_epi32(round_half_away(scaled));
-        }
+        y[b].d = f32_to_f16(quantize_block32(x, q));
+        _mm256_storeu_si256(static_cast<__m256i*>(static_cast<void*>(y[b].qs)), pack_i32_to_i8(q[0], q[1], q[2], q[3]));
+    }
+}
+
+void quantize_q8_1(const float* x, BlockQ8_1* y, int64_t n) {
+    for (int64_t b = 0; b < n / kQK8_1; ++b, x += kQK8_1) {
+        __m256i q[4];
+        const float d = quantize_block32(x, q);
+        y[b].d = f32_to_f16(d);
+        // The sum of the unsaturated int32 values (wrapping), as llama.cpp sums them.
+        const int32_t sum = hsum(_mm256_add_epi32(_mm256_add_epi32(q[0], q[1]), _mm256_add_epi32(q[2], q[3])));
+        y[b].s = f32_to_f16(d * static_cast<float>(sum));
         _mm256_storeu_si256(static_cast<__m256i*>(static_cast<void*>(y[b].qs)), pack_i32_to_i8(q[0], q[1], q[2], q[3]));
     }
 }
@@ -142,6 +155,7 @@ void quantize_bf16(const float* x, uint16_t* y, int64_t n) {
 bool quantize_activations_avx2(DType act_type, const float* x, void* out, int64_t n) {
     switch (act_type) {
         case DType::Q8_0: quantize_q8_0(x, static_cast<BlockQ8_0*>(out), n); return true;
+        case DType::Q8_1: quantize_q8_1(x, static_cast<BlockQ8_1*>(out), n); return true;
         case DType::Q8_K: quantize_q8_k(x, static_cast<BlockQ8_K*>(out), n); return true;
         case DType::F16: quantize_f16(x, static_cast<uint16_t*>(out), n); return true;
         case DType::BF16: quantize_bf16(x, static_cast<uint16_t*>(out), n); return true;

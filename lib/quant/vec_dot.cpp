@@ -3,6 +3,7 @@
 #include "core/error.h"
 #include "quant/kernels.h"
 #include "quant/quantize.h"
+#include "quant/row_codecs.h"
 
 namespace inlay::quant {
 namespace {
@@ -11,7 +12,21 @@ void check_known(DType type, const char* what) {
     if (!dtype_from_id(static_cast<uint32_t>(type))) {
         fail(INLAY_ERR_INVALID_ARGUMENT, "{}: unknown type {}", what, static_cast<uint32_t>(type));
     }
-    if (type == DType::Q8_K) fail(INLAY_ERR_UNSUPPORTED, "{}: q8_K is an activation type, not a weight type", what);
+    if (type == DType::Q8_K || type == DType::Q8_1) {
+        fail(INLAY_ERR_UNSUPPORTED, "{}: {} is an activation type, not a weight type", what, dtype_name(type));
+    }
+}
+
+void check_activation_row(DType act_type, const float* x, const void* out, int64_t n, const char* what) {
+    if (!dtype_from_id(static_cast<uint32_t>(act_type))) {
+        fail(INLAY_ERR_INVALID_ARGUMENT, "{}: unknown type {}", what, static_cast<uint32_t>(act_type));
+    }
+    const int64_t block = dtype_traits(act_type).block_elems;
+    if (n < 0 || n % block != 0) {
+        fail(INLAY_ERR_INVALID_ARGUMENT, "{}: {} elements is not a multiple of {}'s block of {}", what, n,
+             dtype_name(act_type), block);
+    }
+    if (n > 0 && (x == nullptr || out == nullptr)) fail(INLAY_ERR_INVALID_ARGUMENT, "{}: null pointer", what);
 }
 
 }  // namespace
@@ -24,28 +39,34 @@ DType vec_dot_type(DType weight) {
         case DType::BF16: return weight;
         case DType::Q8_0:
         case DType::Q4_0:
+        case DType::Q5_0:
         case DType::Q1_0: return DType::Q8_0;
+        case DType::Q4_1:
+        case DType::Q5_1: return DType::Q8_1;
         case DType::Q4_K:
         case DType::Q5_K:
         case DType::Q6_K: return DType::Q8_K;
+        case DType::Q8_1:
         case DType::Q8_K: break;
     }
     fail(INLAY_ERR_INTERNAL, "vec_dot_type: unhandled type {}", dtype_name(weight));
 }
 
 void quantize_activations(DType act_type, const float* x, void* out, int64_t n) {
-    if (!dtype_from_id(static_cast<uint32_t>(act_type))) {
-        fail(INLAY_ERR_INVALID_ARGUMENT, "quantize_activations: unknown type {}", static_cast<uint32_t>(act_type));
-    }
-    const int64_t block = dtype_traits(act_type).block_elems;
-    if (n < 0 || n % block != 0) {
-        fail(INLAY_ERR_INVALID_ARGUMENT, "quantize_activations: {} elements is not a multiple of {}'s block of {}", n,
-             dtype_name(act_type), block);
-    }
-    if (n > 0 && (x == nullptr || out == nullptr)) fail(INLAY_ERR_INVALID_ARGUMENT, "quantize_activations: null pointer");
+    check_activation_row(act_type, x, out, n, "quantize_activations");
     if (n == 0) return;
     if (detail::quantize_activations_avx2(act_type, x, out, n)) return;
-    quantize_row(act_type, x, out, n);
+    quantize_activations_reference(act_type, x, out, n);
+}
+
+void quantize_activations_reference(DType act_type, const float* x, void* out, int64_t n) {
+    check_activation_row(act_type, x, out, n, "quantize_activations_reference");
+    if (n == 0) return;
+    switch (act_type) {
+        case DType::Q8_0: detail::quantize_activations_q8_0(x, static_cast<BlockQ8_0*>(out), n); return;
+        case DType::Q8_1: detail::quantize_activations_q8_1(x, static_cast<BlockQ8_1*>(out), n); return;
+        default: quantize_row(act_type, x, out, n); return;
+    }
 }
 
 VecDotFn vec_dot_kernel(DType weight) {

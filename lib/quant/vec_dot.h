@@ -2,8 +2,9 @@
 // matrix-vector product on the CPU.
 //
 // As in llama.cpp, a quantized weight type is multiplied with activations quantized to
-// a partner type (vec_dot_type), so the inner loop runs on integers: Q8_0, Q4_0 and
-// Q1_0 pair with Q8_0; Q4_K, Q5_K and Q6_K with Q8_K. Float types pair with themselves.
+// a partner type (vec_dot_type), so the inner loop runs on integers: Q8_0, Q4_0, Q5_0
+// and Q1_0 pair with Q8_0; Q4_1 and Q5_1 with Q8_1; Q4_K, Q5_K and Q6_K with Q8_K. Float
+// types pair with themselves.
 //
 // All functions are thread-safe (no shared state); pointers are borrowed for the call.
 // Rows need the alignment of their block type (2 bytes; 4 for Q8_K, F32 and float rows).
@@ -17,14 +18,24 @@
 namespace inlay::quant {
 
 // The activation type a weight of `weight` type is multiplied with. Throws
-// INLAY_ERR_UNSUPPORTED for Q8_K (an activation type only).
+// INLAY_ERR_UNSUPPORTED for Q8_1 and Q8_K (activation types only).
 DType vec_dot_type(DType weight);
 
 // Converts one activation row of n floats to `act_type` (one of the vec_dot_type
-// results); writes row_bytes(act_type, n) bytes. The output is byte-identical to
-// quantize_row(act_type, ...): Q8_0 and Q8_K quants lie in -127..127. Uses AVX2 when
-// the build targets it. Throws INLAY_ERR_INVALID_ARGUMENT for a bad n or null pointer.
+// results); writes row_bytes(act_type, n) bytes, exactly the bytes llama.cpp's x86 CPU
+// backend computes at run time (with or without AVX2 in this build):
+//   Q8_0, Q8_1: d = amax / 127 (f16), quants round_half_even(x * (127 / amax)), where
+//     quantize_row (llama-quantize's reference) computes round_half_away(x * (1 / d))
+//     with d unrounded. A quant therefore differs from quantize_row's by at most 1, and
+//     only where x * 127 / amax is within a few ulps of a half-integer. Q8_1's
+//     s = f16(d * sum of quants) follows its quants.
+//   Q8_K, F16, BF16, F32: the same bytes as quantize_row (llama.cpp uses its reference
+//     Q8_K quantizer at run time, and round-to-nearest-even f16 / bf16 conversions).
+// Quants lie in -127..127 for finite input. Uses AVX2 when the build targets it.
+// Throws INLAY_ERR_INVALID_ARGUMENT for a bad n or null pointer.
 void quantize_activations(DType act_type, const float* x, void* out, int64_t n);
+// The same bytes from plain scalar C++ (the specification of the SIMD path): for tests.
+void quantize_activations_reference(DType act_type, const float* x, void* out, int64_t n);
 
 // *result = dot(w_row, x_row) over n elements, x_row in vec_dot_type(weight).
 // Preconditions (unchecked, for speed): n > 0 is a multiple of the block size, the
@@ -32,9 +43,12 @@ void quantize_activations(DType act_type, const float* x, void* out, int64_t n);
 using VecDotFn = void (*)(int64_t n, float* result, const void* w_row, const void* x_row);
 
 // The fastest kernel this build has (AVX2+FMA+F16C when compiled for it). Throws
-// INLAY_ERR_UNSUPPORTED for Q8_K.
+// INLAY_ERR_UNSUPPORTED for Q8_1 and Q8_K.
 VecDotFn vec_dot_kernel(DType weight);
-// Plain scalar C++ kernels (the same integer arithmetic, no intrinsics): for tests.
+// Plain scalar C++ kernels (the same integer arithmetic, no intrinsics): for tests. For
+// Q8_0, Q4_0, Q4_1, Q5_0, Q5_1 and Q1_0 both kernels also follow the float order of
+// llama.cpp's x86 kernels (Q4_0: its repacked ones), so their results equal each other
+// and llama.cpp's bitwise; other types differ in the order of float additions.
 VecDotFn vec_dot_kernel_reference(DType weight);
 
 // result[r] = dot(w + r * w_stride bytes, x_row) for r < n_rows; x_row in

@@ -1,17 +1,19 @@
-// AVX2/FMA/F16C dot kernels of the float types and the 32-element block types (the
+// AVX2/FMA/F16C dot kernels of the float types, the 32-element block types and Q1_0 (the
 // K-quants are in vec_dot_avx2_kquants.cpp). Quantized types multiply 8-bit integers
 // (maddubs/madd, or VNNI's dpbusd when the build has AVX512-VNNI) and apply the float
-// scales once per block, like the scalar reference kernels; only the order of the float
-// additions differs.
+// scales once per block in the order of llama.cpp's x86 kernels, so they equal the
+// scalar reference kernels (and llama.cpp) bitwise. Float types keep four independent
+// accumulators per row (hiding FMA latency) and differ from the reference in the order
+// of the additions.
 //
-// Every kernel is a row-group template: R weight rows share each activation load, and
-// each row keeps two or four independent accumulators (hiding FMA latency). A row's
-// arithmetic is the same whatever R is, so vec_dot_rows equals single-row calls bitwise.
+// Every kernel is a row-group template: R weight rows share each activation load. A
+// row's arithmetic is the same whatever R is, so vec_dot_rows equals single-row calls
+// bitwise.
 #include "quant/kernels.h"
 
 #if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
 
-#include <type_traits>
+#include <cmath>
 
 #include "core/half.h"
 #include "quant/blocks.h"
@@ -57,7 +59,10 @@ template <DType T, int R>
 void dot_float(int64_t n, float* result, const uint8_t* w, size_t stride, const void* x_row) {
     using E = FloatElem<T>;
     using Elem = typename E::type;
-    constexpr int U = 4;  // accumulators per row
+    // F32 keeps one 8-lane accumulator per row, as llama.cpp's tinyBLAS does for f32
+    // weights (batch and single token alike), so our sums round like the reference; the
+    // 16-bit types read half the bytes per FMA and need four to hide the FMA latency.
+    constexpr int U = T == DType::F32 ? 1 : 4;
     const auto* x = static_cast<const Elem*>(x_row);
     const Elem* wr[R];
     __m256 acc[R][U];
@@ -77,99 +82,195 @@ void dot_float(int64_t n, float* result, const uint8_t* w, size_t stride, const 
         for (int r = 0; r < R; ++r) acc[r][0] = _mm256_fmadd_ps(E::load(wr[r] + i), xv, acc[r][0]);
     }
     for (int r = 0; r < R; ++r) {
-        float sum = hsum(_mm256_add_ps(_mm256_add_ps(acc[r][0], acc[r][1]), _mm256_add_ps(acc[r][2], acc[r][3])));
+        __m256 total = acc[r][0];
+        if constexpr (U == 4) total = _mm256_add_ps(_mm256_add_ps(acc[r][0], acc[r][1]), _mm256_add_ps(acc[r][2], acc[r][3]));
+        float sum = hsum(total);
         for (int64_t j = i; j < n; ++j) sum += E::scalar(wr[r][j]) * E::scalar(x[j]);
         result[r] = sum;
     }
 }
 
-// ---------------------------------------------------------------- Q8_0, Q4_0, Q1_0
+// ---------------------------------------------------------------- 32-element blocks
 
-// The 32 levels of a Q4_0 block in element order, as stored (0..15; the value is level - 8).
-inline __m256i q4_0_nibbles(const uint8_t* qs) {
+// The 32 low nibbles of a Q4_0 / Q4_1 / Q5_x block in element order (0..15).
+inline __m256i nibbles(const uint8_t* qs) {
     const __m128i raw = load16(qs);
     return _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(raw, 4), raw), _mm256_set1_epi8(15));
 }
 
-// Integer dot of one weight block with activation quants xq: Q8_0 multiplies signed
-// bytes; Q4_0 multiplies its unsigned nibbles and starts from -8 * sum(x) (`offset`,
-// computed once per activation block and shared by all rows).
-inline __m256i block_dot(const BlockQ8_0& b, __m256i xq, __m256i) { return dot_i8_i8(load32(b.qs), xq); }
-inline __m256i block_dot(const BlockQ4_0& b, __m256i xq, __m256i offset) {
-    return dot_u8_i8_add(offset, q4_0_nibbles(b.qs), xq);
+// Q5_x levels (0..31) in element order: the nibbles plus 16 where bit i of qh is set.
+// Lane byte i picks byte i / 8 of qh, then tests bit i % 8.
+inline __m256i levels5(const uint8_t* qs, const uint8_t* qh) {
+    const __m256i shuffle = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1,  //
+                                             2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3);
+    const __m256i select = _mm256_set1_epi64x(static_cast<int64_t>(0x8040201008040201ull));
+    const __m256i bytes = _mm256_shuffle_epi8(_mm256_set1_epi32(static_cast<int32_t>(load_u32(qh))), shuffle);
+    const __m256i set = _mm256_cmpeq_epi8(_mm256_and_si256(bytes, select), select);
+    return _mm256_or_si256(nibbles(qs), _mm256_and_si256(set, _mm256_set1_epi8(16)));
 }
 
-// Q8_0 and Q4_0 (both against Q8_0 activations): block b goes to accumulator b % 2.
+// Per weight type: the activation block, the level offset (value = level - kOffset, the
+// offset applied as -kOffset * sum(x), computed once per activation block and shared by
+// all rows), whether there is a min (m * s per block), and the block's integer dot with
+// the activation quants xq (`start` holds the offset term). Levels are unsigned bytes
+// (at most 31), so maddubs' pair sums stay below 2 * 31 * 127. Int32 lane k holds the
+// products 4k..4k+3, as in ggml's kernels.
+template <class Block>
+struct Block32;
+template <>
+struct Block32<BlockQ8_0> {
+    using Act = BlockQ8_0;
+    static constexpr int kOffset = 0;
+    static constexpr bool kMin = false;
+    static __m256i dot(const BlockQ8_0& b, __m256i xq, __m256i) { return dot_i8_i8(load32(b.qs), xq); }
+};
+template <>
+struct Block32<BlockQ4_0> {
+    using Act = BlockQ8_0;
+    static constexpr int kOffset = 8;
+    static constexpr bool kMin = false;
+    static __m256i dot(const BlockQ4_0& b, __m256i xq, __m256i start) {
+        return dot_u8_i8_add(start, nibbles(b.qs), xq);
+    }
+};
+template <>
+struct Block32<BlockQ5_0> {
+    using Act = BlockQ8_0;
+    static constexpr int kOffset = 16;
+    static constexpr bool kMin = false;
+    static __m256i dot(const BlockQ5_0& b, __m256i xq, __m256i start) {
+        return dot_u8_i8_add(start, levels5(b.qs, b.qh), xq);
+    }
+};
+template <>
+struct Block32<BlockQ4_1> {
+    using Act = BlockQ8_1;
+    static constexpr int kOffset = 0;
+    static constexpr bool kMin = true;
+    static __m256i dot(const BlockQ4_1& b, __m256i xq, __m256i) { return dot_u8_i8(nibbles(b.qs), xq); }
+};
+template <>
+struct Block32<BlockQ5_1> {
+    using Act = BlockQ8_1;
+    static constexpr int kOffset = 0;
+    static constexpr bool kMin = true;
+    static __m256i dot(const BlockQ5_1& b, __m256i xq, __m256i) { return dot_u8_i8(levels5(b.qs, b.qh), xq); }
+};
+
+template <class Block>
+__m256i offset_start(__m256i xq) {
+    if constexpr (Block32<Block>::kOffset == 0) return _mm256_setzero_si256();
+    else return _mm256_sub_epi32(_mm256_setzero_si256(), dot_u8_i8(_mm256_set1_epi8(Block32<Block>::kOffset), xq));
+}
+
+// Q8_0, Q5_0 (against Q8_0 activations), Q4_1, Q5_1 (against Q8_1) in the order of
+// ggml's x86 kernels (see vec_dot_reference.cpp): one lane accumulator per row, fused
+// with each block's scale; the mins' m * s in a fused scalar sum added at the end.
+// Rows are independent chains, so R rows hide the FMA latency.
 template <class Block, int R>
 void dot_block32(int64_t n, float* result, const uint8_t* w, size_t stride, const void* x_row) {
-    constexpr int A = 2;
-    constexpr bool kOffset = std::is_same_v<Block, BlockQ4_0>;
-    const auto* x = static_cast<const BlockQ8_0*>(x_row);
+    using T = Block32<Block>;
+    const auto* x = static_cast<const typename T::Act*>(x_row);
     const Block* wr[R];
-    __m256 acc[R][A];
+    __m256 acc[R];
+    float mins[R];
     for (int r = 0; r < R; ++r) {
         wr[r] = row_as<Block>(w, stride, r);
-        for (int a = 0; a < A; ++a) acc[r][a] = _mm256_setzero_ps();
+        acc[r] = _mm256_setzero_ps();
+        mins[r] = 0.0f;
     }
-    const int64_t nb = n / kQK8_0;
-    auto step = [&](int64_t b, int a) {
+    for (int64_t b = 0; b < n / 32; ++b) {
         const __m256i xq = load32(x[b].qs);
-        __m256i offset = _mm256_setzero_si256();
-        if constexpr (kOffset) offset = _mm256_sub_epi32(offset, dot_u8_i8(_mm256_set1_epi8(8), xq));
+        const __m256i start = offset_start<Block>(xq);
         const float dx = f16_to_f32(x[b].d);
         for (int r = 0; r < R; ++r) {
-            const __m256i p = block_dot(wr[r][b], xq, offset);
-            acc[r][a] = _mm256_fmadd_ps(_mm256_set1_ps(f16_to_f32(wr[r][b].d) * dx), _mm256_cvtepi32_ps(p), acc[r][a]);
+            const __m256i p = T::dot(wr[r][b], xq, start);
+            acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(f16_to_f32(wr[r][b].d) * dx), _mm256_cvtepi32_ps(p), acc[r]);
+            if constexpr (T::kMin) mins[r] = std::fma(f16_to_f32(wr[r][b].m), f16_to_f32(x[b].s), mins[r]);
         }
-    };
-    int64_t b = 0;
-    for (; b + A <= nb; b += A) {
-        step(b, 0);
-        step(b + 1, 1);
     }
-    if (b < nb) step(b, 0);
-    for (int r = 0; r < R; ++r) result[r] = hsum(_mm256_add_ps(acc[r][0], acc[r][1]));
+    for (int r = 0; r < R; ++r) result[r] = hsum(acc[r]) + mins[r];
+}
+
+// The eight int32 sums of eight vectors' lanes: result lane r = sum of v[r]'s lanes.
+inline __m256i sum_lanes8(const __m256i (&v)[8]) {
+    const __m256i u0 = _mm256_hadd_epi32(_mm256_hadd_epi32(v[0], v[1]), _mm256_hadd_epi32(v[2], v[3]));
+    const __m256i u1 = _mm256_hadd_epi32(_mm256_hadd_epi32(v[4], v[5]), _mm256_hadd_epi32(v[6], v[7]));
+    // u0 = [v0..v3 sums of the low 128-bit halves | of the high halves], u1 likewise for v4..v7
+    return _mm256_add_epi32(_mm256_permute2x128_si256(u0, u1, 0x20), _mm256_permute2x128_si256(u0, u1, 0x31));
+}
+
+// Q4_0 against Q8_0 in the order of llama.cpp's repacked Q4_0 kernels (see
+// vec_dot_reference.cpp): per row one float, fused with each block's whole integer dot
+// and scale. Eight rows keep their floats in the lanes of one vector; a single row uses
+// the scalar fma, which rounds the same way.
+template <int R>
+void dot_q4_0(int64_t n, float* result, const uint8_t* w, size_t stride, const void* x_row) {
+    static_assert(R == 1 || R == 8);
+    const auto* x = static_cast<const BlockQ8_0*>(x_row);
+    const BlockQ4_0* wr[R];
+    for (int r = 0; r < R; ++r) wr[r] = row_as<BlockQ4_0>(w, stride, r);
+    __m256 acc8 = _mm256_setzero_ps();
+    float acc1 = 0.0f;
+    for (int64_t b = 0; b < n / kQK4_0; ++b) {
+        const __m256i xq = load32(x[b].qs);
+        const __m256i start = offset_start<BlockQ4_0>(xq);
+        const float dx = f16_to_f32(x[b].d);
+        if constexpr (R == 8) {
+            __m256i p[8];
+            for (int r = 0; r < 8; ++r) p[r] = Block32<BlockQ4_0>::dot(wr[r][b], xq, start);
+            const __m128i dw16 = _mm_setr_epi16(static_cast<int16_t>(wr[0][b].d), static_cast<int16_t>(wr[1][b].d),
+                                                static_cast<int16_t>(wr[2][b].d), static_cast<int16_t>(wr[3][b].d),
+                                                static_cast<int16_t>(wr[4][b].d), static_cast<int16_t>(wr[5][b].d),
+                                                static_cast<int16_t>(wr[6][b].d), static_cast<int16_t>(wr[7][b].d));
+            const __m256 scale = _mm256_mul_ps(_mm256_cvtph_ps(dw16), _mm256_set1_ps(dx));
+            acc8 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum_lanes8(p)), scale, acc8);
+        } else {
+            const int32_t sumi = hsum(Block32<BlockQ4_0>::dot(wr[0][b], xq, start));
+            acc1 = std::fma(static_cast<float>(sumi), f16_to_f32(wr[0][b].d) * dx, acc1);
+        }
+    }
+    if constexpr (R == 8) _mm256_storeu_ps(result, acc8);
+    else result[0] = acc1;
 }
 
 // Q1_0 against Q8_0: each 128-weight block meets four activation blocks. With b_i the
 // weight bits, sum (b_i ? x_i : -x_i) = sum 2*b_i*x_i - sum x_i: an unsigned-by-signed
 // dot of bytes {0, 2} with x, started from -sum(x) (computed once per activation block
-// and shared by all rows). Sub-block k goes to accumulator k % 2.
+// and shared by all rows). Float order of ggml_vec_dot_q1_0_q8_0: the block's lanes are
+// the first sub-block's times its d, the others fused; then fused with the weight scale.
 template <int R>
 void dot_q1_0(int64_t n, float* result, const uint8_t* w, size_t stride, const void* x_row) {
-    constexpr int A = 2;
     constexpr int K = kQK1_0 / kQK8_0;
     const auto* x = static_cast<const BlockQ8_0*>(x_row);
     const BlockQ1_0* wr[R];
-    __m256 acc[R][A];
+    __m256 acc[R];
     for (int r = 0; r < R; ++r) {
         wr[r] = row_as<BlockQ1_0>(w, stride, r);
-        for (int a = 0; a < A; ++a) acc[r][a] = _mm256_setzero_ps();
+        acc[r] = _mm256_setzero_ps();
     }
     const __m256i ones = _mm256_set1_epi8(1);
     for (int64_t b = 0; b < n / kQK1_0; ++b) {
         __m256i bits[R];
-        float dw[R];
-        for (int r = 0; r < R; ++r) {
-            bits[r] = _mm256_broadcastsi128_si256(load16(wr[r][b].qs));
-            dw[r] = f16_to_f32(wr[r][b].d);
-        }
+        __m256 block[R];
+        for (int r = 0; r < R; ++r) bits[r] = _mm256_broadcastsi128_si256(load16(wr[r][b].qs));
         auto sub_block = [&]<int k>() {
             const BlockQ8_0& xb = x[b * K + k];
             const __m256i xq = load32(xb.qs);
             const __m256i neg_sum = _mm256_sub_epi32(_mm256_setzero_si256(), dot_u8_i8(ones, xq));
-            const float dx = f16_to_f32(xb.d);
+            const __m256 dx = _mm256_set1_ps(f16_to_f32(xb.d));
             for (int r = 0; r < R; ++r) {
-                const __m256i p = dot_u8_i8_add(neg_sum, bits_to_twos<k>(bits[r]), xq);
-                acc[r][k % A] = _mm256_fmadd_ps(_mm256_set1_ps(dw[r] * dx), _mm256_cvtepi32_ps(p), acc[r][k % A]);
+                const __m256 p = _mm256_cvtepi32_ps(dot_u8_i8_add(neg_sum, bits_to_twos<k>(bits[r]), xq));
+                block[r] = k == 0 ? _mm256_mul_ps(dx, p) : _mm256_fmadd_ps(dx, p, block[r]);
             }
         };
         sub_block.template operator()<0>();
         sub_block.template operator()<1>();
         sub_block.template operator()<2>();
         sub_block.template operator()<3>();
+        for (int r = 0; r < R; ++r) acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(f16_to_f32(wr[r][b].d)), block[r], acc[r]);
     }
-    for (int r = 0; r < R; ++r) result[r] = hsum(_mm256_add_ps(acc[r][0], acc[r][1]));
+    for (int r = 0; r < R; ++r) result[r] = hsum(acc[r]);
 }
 
 }  // namespace
@@ -180,7 +281,10 @@ VecDotFn avx2_kernel(DType weight) {
         case DType::F16: return single_row<dot_float<DType::F16, 1>>;
         case DType::BF16: return single_row<dot_float<DType::BF16, 1>>;
         case DType::Q8_0: return single_row<dot_block32<BlockQ8_0, 1>>;
-        case DType::Q4_0: return single_row<dot_block32<BlockQ4_0, 1>>;
+        case DType::Q4_0: return single_row<dot_q4_0<1>>;
+        case DType::Q4_1: return single_row<dot_block32<BlockQ4_1, 1>>;
+        case DType::Q5_0: return single_row<dot_block32<BlockQ5_0, 1>>;
+        case DType::Q5_1: return single_row<dot_block32<BlockQ5_1, 1>>;
         case DType::Q1_0: return single_row<dot_q1_0<1>>;
         default: return avx2_kquant_kernel(weight);
     }
@@ -192,7 +296,10 @@ VecDotRowsFn avx2_rows_kernel(DType weight) {
         case DType::F16: return row_groups<2, dot_float<DType::F16, 2>, dot_float<DType::F16, 1>>;
         case DType::BF16: return row_groups<2, dot_float<DType::BF16, 2>, dot_float<DType::BF16, 1>>;
         case DType::Q8_0: return row_groups<4, dot_block32<BlockQ8_0, 4>, dot_block32<BlockQ8_0, 1>>;
-        case DType::Q4_0: return row_groups<4, dot_block32<BlockQ4_0, 4>, dot_block32<BlockQ4_0, 1>>;
+        case DType::Q4_0: return row_groups<8, dot_q4_0<8>, dot_q4_0<1>>;
+        case DType::Q4_1: return row_groups<4, dot_block32<BlockQ4_1, 4>, dot_block32<BlockQ4_1, 1>>;
+        case DType::Q5_0: return row_groups<4, dot_block32<BlockQ5_0, 4>, dot_block32<BlockQ5_0, 1>>;
+        case DType::Q5_1: return row_groups<4, dot_block32<BlockQ5_1, 4>, dot_block32<BlockQ5_1, 1>>;
         case DType::Q1_0: return row_groups<4, dot_q1_0<4>, dot_q1_0<1>>;
         default: return avx2_kquant_rows_kernel(weight);
     }

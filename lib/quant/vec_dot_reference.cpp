@@ -1,6 +1,9 @@
 // Scalar dot kernels: the specification the SIMD kernels are tested against. Quantized
 // types sum integer products per block and apply the float scales once per block (or
-// sub-block), which is the arithmetic the SIMD kernels reproduce.
+// sub-block), which is the arithmetic the SIMD kernels reproduce. The 32-element types
+// and Q1_0 also fix the order of the float operations (llama.cpp's), so the SIMD
+// kernels equal these bitwise.
+#include <cmath>
 #include <cstdint>
 
 #include "core/half.h"
@@ -34,52 +37,128 @@ void dot_bf16(int64_t n, float* result, const void* w_row, const void* x_row) {
     *result = sum;
 }
 
-void dot_q8_0(int64_t n, float* result, const void* w_row, const void* x_row) {
-    const auto* w = static_cast<const BlockQ8_0*>(w_row);
-    const auto* x = static_cast<const BlockQ8_0*>(x_row);
-    float sum = 0.0f;
-    for (int64_t b = 0; b < n / kQK8_0; ++b) {
-        int sumi = 0;
-        for (int i = 0; i < kQK8_0; ++i) sumi += w[b].qs[i] * x[b].qs[i];
-        sum += static_cast<float>(sumi) * (f16_to_f32(w[b].d) * f16_to_f32(x[b].d));
+// ggml's x86 kernels of the 32-element types (the ones llama.cpp runs on AVX2 CPUs)
+// keep eight float lanes: lane k of a block gets the integer sum of the products
+// 4k..4k+3, converted to float and fused-multiply-added with the block's scale; the
+// lanes are summed at the end as ((l0+l4) + (l2+l6)) + ((l1+l5) + (l3+l7)). Repeating
+// that order here (and in the SIMD kernels) makes the results bitwise equal to
+// llama.cpp's, not just close.
+struct Lanes {
+    float v[8] = {};
+    // v[k] += sums[k] * scale, fused
+    void fma(const int (&sums)[8], float scale) {
+        for (int k = 0; k < 8; ++k) v[k] = std::fma(static_cast<float>(sums[k]), scale, v[k]);
     }
-    *result = sum;
+    [[nodiscard]] float sum() const { return ((v[0] + v[4]) + (v[2] + v[6])) + ((v[1] + v[5]) + (v[3] + v[7])); }
+};
+
+// Lane sums of one 32-element block: sums[k] = sum of w(i) * x[i] for i in 4k..4k+3.
+template <class Weight>
+void lane_sums(Weight w, const int8_t* x, int (&sums)[8]) {
+    for (int k = 0; k < 8; ++k) {
+        sums[k] = 0;
+        for (int i = 4 * k; i < 4 * k + 4; ++i) sums[k] += w(i) * x[i];
+    }
 }
 
+// The level (0..15) of element i of a 16-byte nibble array (low nibbles first).
+inline int nibble(const uint8_t* qs, int i) {
+    // Always index in bounds: GCC 12 -O2 summed wrongly with qs[i] behind `i < 16` in a loop to 32.
+    const int byte = qs[i % 16];
+    return i < 16 ? byte & 15 : byte >> 4;
+}
+
+// The 5-bit level (0..31) of element i of a Q5_0 / Q5_1 block.
+template <class Block>
+int level5(const Block& b, int i) {
+    const uint32_t qh = static_cast<uint32_t>(b.qh[0]) | static_cast<uint32_t>(b.qh[1]) << 8 |
+                        static_cast<uint32_t>(b.qh[2]) << 16 | static_cast<uint32_t>(b.qh[3]) << 24;
+    return nibble(b.qs, i) | static_cast<int>(((qh >> i) & 1) << 4);
+}
+
+// Q8_0, Q5_0 against Q8_0 and Q4_1, Q5_1 against Q8_1 (ggml_vec_dot_*: one lane
+// accumulator). `value(block, i)` is the integer weight; Q4_1 / Q5_1 add m * s per block
+// in a float sum, fused, added after the lanes.
+template <class Block, class Act, bool kMin, class Value>
+void dot_lanes(int64_t n, float* result, const void* w_row, const void* x_row, Value value) {
+    const auto* w = static_cast<const Block*>(w_row);
+    const auto* x = static_cast<const Act*>(x_row);
+    Lanes acc;
+    float mins = 0.0f;
+    for (int64_t b = 0; b < n / 32; ++b) {
+        int sums[8];
+        lane_sums([&](int i) { return value(w[b], i); }, x[b].qs, sums);
+        acc.fma(sums, f16_to_f32(w[b].d) * f16_to_f32(x[b].d));
+        if constexpr (kMin) mins = std::fma(f16_to_f32(w[b].m), f16_to_f32(x[b].s), mins);
+    }
+    *result = acc.sum() + mins;
+}
+
+void dot_q8_0(int64_t n, float* result, const void* w_row, const void* x_row) {
+    dot_lanes<BlockQ8_0, BlockQ8_0, false>(n, result, w_row, x_row,
+                                           [](const BlockQ8_0& b, int i) { return static_cast<int>(b.qs[i]); });
+}
+
+void dot_q5_0(int64_t n, float* result, const void* w_row, const void* x_row) {
+    dot_lanes<BlockQ5_0, BlockQ8_0, false>(n, result, w_row, x_row,
+                                           [](const BlockQ5_0& b, int i) { return level5(b, i) - 16; });
+}
+
+// Q4_1 and Q5_1 against Q8_1: sum_i (d_w*q_i + m)(d_x*x_i) = d_w*d_x*sum(q_i*x_i) + m*s,
+// s being the activation block's stored f16 d_x*sum(x_i).
+void dot_q4_1(int64_t n, float* result, const void* w_row, const void* x_row) {
+    dot_lanes<BlockQ4_1, BlockQ8_1, true>(n, result, w_row, x_row,
+                                          [](const BlockQ4_1& b, int i) { return nibble(b.qs, i); });
+}
+
+void dot_q5_1(int64_t n, float* result, const void* w_row, const void* x_row) {
+    dot_lanes<BlockQ5_1, BlockQ8_1, true>(n, result, w_row, x_row,
+                                          [](const BlockQ5_1& b, int i) { return level5(b, i); });
+}
+
+// Q4_0 against Q8_0 as llama.cpp's repacked Q4_0 kernels (used on AVX2 for every
+// matrix with a multiple of 8 rows) compute it: one float per row, fused-multiply-added
+// with each block's whole integer dot and scale.
 void dot_q4_0(int64_t n, float* result, const void* w_row, const void* x_row) {
     const auto* w = static_cast<const BlockQ4_0*>(w_row);
     const auto* x = static_cast<const BlockQ8_0*>(x_row);
     float sum = 0.0f;
     for (int64_t b = 0; b < n / kQK4_0; ++b) {
         int sumi = 0;
-        for (int i = 0; i < kQK4_0 / 2; ++i) {
-            sumi += ((w[b].qs[i] & 15) - 8) * x[b].qs[i];
-            sumi += ((w[b].qs[i] >> 4) - 8) * x[b].qs[i + kQK4_0 / 2];
-        }
-        sum += static_cast<float>(sumi) * (f16_to_f32(w[b].d) * f16_to_f32(x[b].d));
+        for (int i = 0; i < kQK4_0; ++i) sumi += (nibble(w[b].qs, i) - 8) * x[b].qs[i];
+        sum = std::fma(static_cast<float>(sumi), f16_to_f32(w[b].d) * f16_to_f32(x[b].d), sum);
     }
     *result = sum;
 }
 
+// Q1_0 against Q8_0 (ggml_vec_dot_q1_0_q8_0): per 128-weight block, lanes of the four
+// activation blocks scaled by their d (the first multiplied, the others fused), then
+// the block's lanes fused into the accumulator with the weight scale.
 void dot_q1_0(int64_t n, float* result, const void* w_row, const void* x_row) {
     const auto* w = static_cast<const BlockQ1_0*>(w_row);
     const auto* x = static_cast<const BlockQ8_0*>(x_row);
-    float sum = 0.0f;
+    Lanes acc;
     for (int64_t b = 0; b < n / kQK1_0; ++b) {
-        float block_sum = 0.0f;
+        Lanes block;
         for (int k = 0; k < kQK1_0 / kQK8_0; ++k) {
             const BlockQ8_0& xb = x[b * (kQK1_0 / kQK8_0) + k];
-            int sumi = 0;
-            for (int i = 0; i < kQK8_0; ++i) {
-                const int j = kQK8_0 * k + i;
-                const bool bit = (w[b].qs[j / 8] >> (j % 8)) & 1;
-                sumi += bit ? xb.qs[i] : -xb.qs[i];
+            int sums[8];
+            lane_sums(
+                [&](int i) {
+                    const int j = kQK8_0 * k + i;
+                    return ((w[b].qs[j / 8] >> (j % 8)) & 1) ? 1 : -1;
+                },
+                xb.qs, sums);
+            const float dx = f16_to_f32(xb.d);
+            for (int l = 0; l < 8; ++l) {
+                const auto s = static_cast<float>(sums[l]);
+                block.v[l] = k == 0 ? s * dx : std::fma(s, dx, block.v[l]);
             }
-            block_sum += static_cast<float>(sumi) * f16_to_f32(xb.d);
         }
-        sum += block_sum * f16_to_f32(w[b].d);
+        const float dw = f16_to_f32(w[b].d);
+        for (int l = 0; l < 8; ++l) acc.v[l] = std::fma(block.v[l], dw, acc.v[l]);
     }
-    *result = sum;
+    *result = acc.sum();
 }
 
 // sum_j sc_j * dot(q_j, x_j) and sum_j m_j * (sum of x_j) of one Q4_K / Q5_K super-block,
@@ -176,10 +255,14 @@ VecDotFn reference_kernel(DType weight) {
         case DType::BF16: return dot_bf16;
         case DType::Q8_0: return dot_q8_0;
         case DType::Q4_0: return dot_q4_0;
+        case DType::Q4_1: return dot_q4_1;
+        case DType::Q5_0: return dot_q5_0;
+        case DType::Q5_1: return dot_q5_1;
         case DType::Q1_0: return dot_q1_0;
         case DType::Q4_K: return dot_q4_k;
         case DType::Q5_K: return dot_q5_k;
         case DType::Q6_K: return dot_q6_k;
+        case DType::Q8_1:
         case DType::Q8_K: return nullptr;
     }
     return nullptr;

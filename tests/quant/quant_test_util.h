@@ -14,9 +14,13 @@
 namespace inlay::test {
 
 inline constexpr DType kWeightTypes[] = {DType::F32,  DType::F16,  DType::BF16, DType::Q8_0, DType::Q4_0,
-                                         DType::Q1_0, DType::Q4_K, DType::Q5_K, DType::Q6_K};
-inline constexpr DType kAllTypes[] = {DType::F32,  DType::F16,  DType::BF16, DType::Q8_0, DType::Q4_0,
-                                      DType::Q1_0, DType::Q4_K, DType::Q5_K, DType::Q6_K, DType::Q8_K};
+                                         DType::Q4_1, DType::Q5_0, DType::Q5_1, DType::Q1_0, DType::Q4_K,
+                                         DType::Q5_K, DType::Q6_K};
+inline constexpr DType kAllTypes[] = {DType::F32,  DType::F16,  DType::BF16, DType::Q8_0, DType::Q8_1,
+                                      DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1, DType::Q1_0,
+                                      DType::Q4_K, DType::Q5_K, DType::Q6_K, DType::Q8_K};
+// Quantized activation types (vec_dot_type results).
+inline constexpr DType kActivationQuantTypes[] = {DType::Q8_0, DType::Q8_1, DType::Q8_K};
 
 inline bool is_float_type(DType t) { return t == DType::F32 || t == DType::F16 || t == DType::BF16; }
 

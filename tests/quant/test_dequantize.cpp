@@ -86,6 +86,38 @@ TEST_CASE("dequantize_row matches the format definitions", "[quant][dequantize]"
             put_u16(blk, random_f16(rng));
             put_u16(blk + 2, random_f16(rng));
         };
+        auto fix_dm = [&](uint8_t* blk) {  // Q4_1 / Q5_1 / Q8_1: d and m (or s) of either sign
+            put_u16(blk, random_f16(rng, true));
+            put_u16(blk + 2, random_f16(rng, true));
+        };
+        // Q4_1 (llama.cpp's block_q4_1): f16 d, f16 m, 16 bytes of nibbles.
+        check_type(DType::Q4_1, rng, fix_dm, [](const uint8_t* blk, int i) {
+            const int byte = blk[4 + i % 16];
+            const int q = i < 16 ? (byte & 15) : (byte >> 4);
+            const double a = h(blk) * q, b = h(blk + 2);
+            return Expected{a + b, std::fabs(a) + std::fabs(b)};
+        });
+        // Q5_0: f16 d, u32 qh (little-endian; bit i is bit 4 of level i), 16 bytes of nibbles.
+        check_type(DType::Q5_0, rng, fix_d0, [](const uint8_t* blk, int i) {
+            const uint32_t qh = blk[2] | blk[3] << 8 | blk[4] << 16 | static_cast<uint32_t>(blk[5]) << 24;
+            const int byte = blk[6 + i % 16];
+            const int q = (i < 16 ? (byte & 15) : (byte >> 4)) + 16 * ((qh >> i) & 1);
+            const double v = h(blk) * (q - 16);
+            return Expected{v, std::fabs(v)};
+        });
+        // Q5_1: f16 d, f16 m, u32 qh, 16 bytes of nibbles; no -16, plus m.
+        check_type(DType::Q5_1, rng, fix_dm, [](const uint8_t* blk, int i) {
+            const uint32_t qh = blk[4] | blk[5] << 8 | blk[6] << 16 | static_cast<uint32_t>(blk[7]) << 24;
+            const int byte = blk[8 + i % 16];
+            const int q = (i < 16 ? (byte & 15) : (byte >> 4)) + 16 * ((qh >> i) & 1);
+            const double a = h(blk) * q, b = h(blk + 2);
+            return Expected{a + b, std::fabs(a) + std::fabs(b)};
+        });
+        // Q8_1: f16 d, f16 s (not part of the values), 32 int8 quants.
+        check_type(DType::Q8_1, rng, fix_dm, [](const uint8_t* blk, int i) {
+            const double v = h(blk) * static_cast<int8_t>(blk[4 + i]);
+            return Expected{v, std::fabs(v)};
+        });
         check_type(DType::Q4_K, rng, fix_dmin, [](const uint8_t* blk, int i) {
             const int c = i / 64, l = i % 32, upper = (i % 64) / 32;
             int sc, m;

@@ -8,11 +8,16 @@
 //                       error of the source, and our own quantizer's error on the same
 //                       rows is no worse than 1.02x llama.cpp's;
 // and the dot kernels on llama.cpp's blocks match a float64 dot of their dequantization.
+// Where llama.cpp's tools are present (/work/peer), llama-quantize's Q4_1, Q5_0 and Q5_1
+// conversions of the same models are checked byte for byte too, and where /work/models
+// is present, SmolLM2-135M-shaped files (rows of 576, not a multiple of 256).
 #include <catch2/catch.hpp>
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <map>
 #include <random>
 #include <string>
@@ -72,6 +77,20 @@ void check_kernel_on(const TensorView& w, const TensorView& src, int64_t rows, s
             abs_sum += std::fabs(static_cast<double>(wd[i]) * xd[i]);
         }
         INFO(src.name << " row " << r);
+        // Q4_1 / Q5_1 take the weights' offset m through the activations' f16 s = d * sum(q):
+        // their exact value has m * s where the float64 dot has m * d * sum(q).
+        if (w.type == DType::Q4_1 || w.type == DType::Q5_1) {
+            const size_t wb = dtype_traits(w.type).block_bytes;
+            for (int64_t b = 0; b < n / 32; ++b) {
+                const uint8_t* wblk = row_ptr(w, r) + static_cast<size_t>(b) * wb;
+                const uint8_t* xblk = xq.u8() + static_cast<size_t>(b) * 36;
+                int sum = 0;
+                for (int i = 0; i < 32; ++i) sum += static_cast<int8_t>(xblk[4 + i]);
+                const double m = f16_to_f32(get_u16(wblk + 2)), s = f16_to_f32(get_u16(xblk + 2));
+                expect += m * (s - f16_to_f32(get_u16(xblk)) * sum);
+                abs_sum += std::fabs(m * s);
+            }
+        }
         // as in test_vec_dot: the float-accumulation bound for float types, 1e-5 otherwise
         const double tol = std::max(1e-5, 2.0 * static_cast<double>(n + 8) * std::ldexp(1.0, -24));
         REQUIRE(std::fabs(got[static_cast<size_t>(r)] - expect) <= tol * abs_sum);
@@ -158,4 +177,124 @@ TEST_CASE("llama.cpp's quantized files agree with our codecs", "[quant][llamacpp
         REQUIRE(checked["q4_k_m q4_K"] > 0);
         REQUIRE(checked["q6_k q6_K"] > 0);
     }
+}
+
+namespace {
+
+// Compares every row of `t` (a tensor of a llama-quantize output) with quantize_row of
+// the f32 values `source_row(r)` gives; returns the number of rows compared.
+template <class SourceRow>
+int64_t compare_rows(const TensorView& t, SourceRow source_row) {
+    const int64_t n = t.row_length();
+    const size_t rb = *row_bytes(t.type, n);
+    REQUIRE(t.row_stride() == rb);
+    Bytes ours(rb);
+    std::vector<float> x(static_cast<size_t>(n));
+    for (int64_t r = 0; r < t.n_rows(); ++r) {
+        source_row(r, x.data());
+        quant::quantize_row(t.type, x.data(), ours.data(), n);
+        if (std::memcmp(ours.data(), row_ptr(t, r), rb) != 0) {
+            FAIL_CHECK(t.name << " (" << dtype_name(t.type) << ") row " << r << " differs from llama-quantize's");
+            return r;
+        }
+    }
+    return t.n_rows();
+}
+
+}  // namespace
+
+TEST_CASE("llama-quantize's Q4_1, Q5_0 and Q5_1 files agree with our codecs", "[quant][llamacpp][peer]") {
+    // The peer's older build/ binaries stop with SIGILL on quantized files; build-noamx works.
+    const std::filesystem::path quantize = "/work/peer/native/build-noamx/bin/llama-quantize";
+    INLAY_REQUIRE_FILE_OR_SKIP(quantize);
+    const auto dir = scratch_dir("quant_llamacpp_legacy");
+    std::mt19937 rng(9);
+    for (const char* model : kModels) {
+        const auto f32_path = testdata(std::string("llamacpp-refs/") + model + "-f32.gguf");
+        INLAY_REQUIRE_FILE_OR_SKIP(f32_path);
+        const auto source = GgufFile::open(f32_path.string());
+        for (const auto& [name, type] :
+             {std::pair{"Q4_1", DType::Q4_1}, {"Q5_0", DType::Q5_0}, {"Q5_1", DType::Q5_1}}) {
+            const auto out = dir / (std::string(model) + "-" + name + ".gguf");
+            const std::string cmd = "'" + quantize.string() + "' '" + f32_path.string() + "' '" + out.string() + "' " +
+                                    name + " 1 > '" + (dir / "log.txt").string() + "' 2>&1";
+            INFO(cmd);
+            REQUIRE(std::system(cmd.c_str()) == 0);
+            const auto file = GgufFile::open(out.string());
+            int tensors = 0;
+            for (const TensorView& t : file->tensors()) {
+                if (t.type != type) continue;  // norms stay f32, the output matrix becomes Q6_K
+                INFO(model << " " << name << ": " << t.name);
+                const TensorView& src = source->require(t.name);
+                REQUIRE(src.ne == t.ne);
+                REQUIRE(compare_rows(t, [&](int64_t r, float* x) {
+                            std::memcpy(x, f32_row(src, r), static_cast<size_t>(t.row_length()) * sizeof(float));
+                        }) == t.n_rows());
+                check_kernel_on(t, src, std::min<int64_t>(t.n_rows(), 16), rng);
+                ++tensors;
+            }
+            WARN(model << " " << name << ": " << tensors << " tensors byte-identical to llama-quantize's");
+            CHECK(tensors >= 10);
+        }
+    }
+}
+
+// /work/models holds a random SmolLM2-135M-shaped model (rows of 576, not a multiple of
+// 256) as f16 and as llama-quantize's Q4_K_M of that file, which falls back to Q5_0 (for
+// Q4_K) and Q8_0 (for Q6_K) there. The f16 values sit on a coarse grid, so x / d often
+// lands exactly on a rounding tie: this catches any fused multiply-add in our quantizers.
+TEST_CASE("SmolLM2-135M Q4_K_M: llama-quantize's Q5_0 and Q8_0 tensors equal our quantize_row",
+          "[quant][llamacpp][models]") {
+    const std::filesystem::path source_path = "/work/models/smollm-f16.gguf";
+    const std::filesystem::path q_path = "/work/models/smollm-q4_k_m.gguf";
+    INLAY_REQUIRE_FILE_OR_SKIP(source_path);
+    INLAY_REQUIRE_FILE_OR_SKIP(q_path);
+    const auto source = GgufFile::open(source_path.string());
+    const auto file = GgufFile::open(q_path.string());
+    std::mt19937 rng(10);
+    std::map<std::string, int> tensors;
+    for (const TensorView& t : file->tensors()) {
+        if (t.type != DType::Q5_0 && t.type != DType::Q8_0) continue;
+        const TensorView& src = source->require(t.name);
+        INFO(t.name << " (" << dtype_name(t.type) << ")");
+        REQUIRE(src.type == DType::F16);
+        REQUIRE(src.ne == t.ne);
+        const size_t src_rb = *row_bytes(DType::F16, t.row_length());
+        REQUIRE(compare_rows(t, [&](int64_t r, float* x) {
+                    quant::dequantize_row(DType::F16, src.data + static_cast<size_t>(r) * src_rb, x, t.row_length());
+                }) == t.n_rows());
+        check_kernel_on(t, src, std::min<int64_t>(t.n_rows(), 8), rng);
+        ++tensors[std::string(dtype_name(t.type))];
+    }
+    WARN("smollm-q4_k_m tensors byte-identical to llama-quantize's: q5_0 " << tensors["q5_0"] << ", q8_0 "
+                                                                           << tensors["q8_0"]);
+    REQUIRE(tensors["q5_0"] > 0);
+}
+
+TEST_CASE("llama-quantize's Q5_0 of SmolLM2-135M's f16 file equals our quantize_row",
+          "[quant][llamacpp][peer][models]") {
+    const std::filesystem::path quantize = "/work/peer/native/build-noamx/bin/llama-quantize";
+    const std::filesystem::path source_path = "/work/models/smollm-f16.gguf";
+    INLAY_REQUIRE_FILE_OR_SKIP(quantize);
+    INLAY_REQUIRE_FILE_OR_SKIP(source_path);
+    const auto out = scratch_dir("quant_llamacpp_smollm") / "smollm-q5_0.gguf";
+    const std::string cmd = "'" + quantize.string() + "' '" + source_path.string() + "' '" + out.string() +
+                            "' Q5_0 2 > '" + (out.parent_path() / "log.txt").string() + "' 2>&1";
+    INFO(cmd);
+    REQUIRE(std::system(cmd.c_str()) == 0);
+    const auto source = GgufFile::open(source_path.string());
+    const auto file = GgufFile::open(out.string());
+    int tensors = 0;
+    for (const TensorView& t : file->tensors()) {
+        if (t.type != DType::Q5_0) continue;
+        const TensorView& src = source->require(t.name);
+        INFO(t.name);
+        const size_t src_rb = *row_bytes(DType::F16, t.row_length());
+        REQUIRE(compare_rows(t, [&](int64_t r, float* x) {
+                    quant::dequantize_row(DType::F16, src.data + static_cast<size_t>(r) * src_rb, x, t.row_length());
+                }) == t.n_rows());
+        ++tensors;
+    }
+    WARN("smollm Q5_0: " << tensors << " tensors byte-identical to llama-quantize's");
+    REQUIRE(tensors > 200);
 }

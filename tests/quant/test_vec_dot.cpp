@@ -6,13 +6,18 @@
 //   quantized types: 2 * (n_blocks + 16) * 2^-24 (integer sums are exact; the float work
 //   is a few products per block and one addition per block), plus the rounding of the
 //   float dequantization itself (cancellation in d*sc*q - dmin*m): 4 * 2^-24 * S.
+// Q4_1 / Q5_1 against Q8_1 use the activation block's stored s = f16(d * sum(q)) for the
+// weights' offset m (as llama.cpp does), so their expected value is the float64 dot with
+// m * d * sum(q) replaced by m * s, and S includes |m * s|.
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <cstring>
 #include <random>
 #include <vector>
 
 #include "core/error.h"
+#include "core/half.h"
 #include "quant/quantize.h"
 #include "quant/vec_dot.h"
 #include "quant_test_util.h"
@@ -47,6 +52,34 @@ double expect_dot(const std::vector<float>& a, const std::vector<float>& b) {
     return s;
 }
 
+// For Q4_1 / Q5_1: sum over blocks of m * (s - d * sum(q)) (what the stored f16 s adds
+// to the exact dot), and of |m * s| into abs_extra; 0 for other types.
+double q8_1_s_correction(DType type, const void* w, const void* x, int64_t n, double& abs_extra) {
+    abs_extra = 0;
+    if (type != DType::Q4_1 && type != DType::Q5_1) return 0;
+    const size_t wb = dtype_traits(type).block_bytes;
+    const auto* wp = static_cast<const uint8_t*>(w);
+    const auto* xp = static_cast<const uint8_t*>(x);
+    double corr = 0;
+    for (int64_t b = 0; b < n / 32; ++b) {
+        const uint8_t* wblk = wp + static_cast<size_t>(b) * wb;
+        const uint8_t* xblk = xp + static_cast<size_t>(b) * 36;
+        const double m = f16_to_f32(get_u16(wblk + 2));
+        const double d = f16_to_f32(get_u16(xblk)), stored = f16_to_f32(get_u16(xblk + 2));
+        int sum = 0;
+        for (int i = 0; i < 32; ++i) sum += static_cast<int8_t>(xblk[4 + i]);
+        corr += m * (stored - d * sum);
+        abs_extra += std::fabs(m * stored);
+    }
+    return corr;
+}
+
+// Types whose fast and reference kernels share one float order (llama.cpp's).
+bool llama_order_type(DType t) {
+    return t == DType::Q8_0 || t == DType::Q4_0 || t == DType::Q4_1 || t == DType::Q5_0 || t == DType::Q5_1 ||
+           t == DType::Q1_0;
+}
+
 double tolerance(DType type, int64_t n, double abs_sum) {
     const double u = std::ldexp(1.0, -24);
     if (is_float_type(type)) return 2.0 * static_cast<double>(n + 8) * u * abs_sum + 1e-30;
@@ -55,7 +88,9 @@ double tolerance(DType type, int64_t n, double abs_sum) {
 }
 
 void check_dot(DType type, const Rows& r, int64_t n) {
-    double expect = 0, abs_sum = 0;
+    double abs_extra = 0;
+    double expect = q8_1_s_correction(type, r.w.data(), r.x.data(), n, abs_extra);
+    double abs_sum = abs_extra;
     for (size_t i = 0; i < static_cast<size_t>(n); ++i) {
         const double p = static_cast<double>(r.wf[i]) * r.xf[i];
         expect += p;
@@ -67,6 +102,8 @@ void check_dot(DType type, const Rows& r, int64_t n) {
     INFO(dtype_name(type) << " n=" << n << " expect " << expect << " sum|wx| " << abs_sum);
     REQUIRE(std::fabs(fast - expect) <= tolerance(type, n, abs_sum));
     REQUIRE(std::fabs(ref - expect) <= tolerance(type, n, abs_sum));
+    // Documented: these follow llama.cpp's float order on both paths, so they agree bitwise.
+    if (llama_order_type(type)) REQUIRE(fast == ref);
 }
 
 }  // namespace
@@ -78,6 +115,9 @@ TEST_CASE("vec_dot_type pairs weights with activations", "[quant][vec_dot]") {
     REQUIRE(vec_dot_type(DType::BF16) == DType::BF16);
     REQUIRE(vec_dot_type(DType::Q8_0) == DType::Q8_0);
     REQUIRE(vec_dot_type(DType::Q4_0) == DType::Q8_0);
+    REQUIRE(vec_dot_type(DType::Q5_0) == DType::Q8_0);
+    REQUIRE(vec_dot_type(DType::Q4_1) == DType::Q8_1);
+    REQUIRE(vec_dot_type(DType::Q5_1) == DType::Q8_1);
     REQUIRE(vec_dot_type(DType::Q1_0) == DType::Q8_0);
     REQUIRE(vec_dot_type(DType::Q4_K) == DType::Q8_K);
     REQUIRE(vec_dot_type(DType::Q5_K) == DType::Q8_K);
@@ -92,7 +132,13 @@ TEST_CASE("vec_dot_type pairs weights with activations", "[quant][vec_dot]") {
     };
     REQUIRE(status_of([] { (void)vec_dot_type(DType::Q8_K); }) == INLAY_ERR_UNSUPPORTED);
     REQUIRE(status_of([] { (void)quant::vec_dot_kernel(DType::Q8_K); }) == INLAY_ERR_UNSUPPORTED);
+    REQUIRE(status_of([] { (void)vec_dot_type(DType::Q8_1); }) == INLAY_ERR_UNSUPPORTED);
+    REQUIRE(status_of([] { (void)quant::vec_dot_kernel_reference(DType::Q8_1); }) == INLAY_ERR_UNSUPPORTED);
     REQUIRE(status_of([] { (void)quant::vec_dot_kernel(static_cast<DType>(5)); }) == INLAY_ERR_INVALID_ARGUMENT);
+    REQUIRE(status_of([&] { quant::quantize_activations_reference(DType::Q8_1, nullptr, nullptr, 32); }) ==
+            INLAY_ERR_INVALID_ARGUMENT);
+    REQUIRE(status_of([&] { quant::quantize_activations(static_cast<DType>(5), nullptr, nullptr, 32); }) ==
+            INLAY_ERR_INVALID_ARGUMENT);
     float out[2];
     std::vector<uint8_t> buf(4096);
     REQUIRE(status_of([&] { quant::vec_dot_rows(DType::Q4_K, 100, 1, out, buf.data(), 144, buf.data()); }) ==
@@ -130,7 +176,8 @@ TEST_CASE("dot kernels on random block bytes and extreme quants", "[quant][vec_d
     // Random bit patterns reach every level (including Q4_0's -8, Q6_K's -32 and int8
     // scales of -128); the activations include +-127 everywhere to probe 16-bit overflow.
     std::mt19937 rng(77);
-    for (DType type : {DType::Q8_0, DType::Q4_0, DType::Q1_0, DType::Q4_K, DType::Q5_K, DType::Q6_K}) {
+    for (DType type : {DType::Q8_0, DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1, DType::Q1_0, DType::Q4_K,
+                       DType::Q5_K, DType::Q6_K}) {
         const DType act = quant::vec_dot_type(type);
         const int64_t n = 1024;
         const auto& wt = dtype_traits(type);
@@ -147,6 +194,9 @@ TEST_CASE("dot kernels on random block bytes and extreme quants", "[quant][vec_d
                 uint8_t* blk = r.w.u8() + b * wt.block_bytes;
                 if (type == DType::Q6_K) {
                     put_u16(blk + 208, random_f16(rng, true));
+                } else if (type == DType::Q4_1 || type == DType::Q5_1) {
+                    put_u16(blk, random_f16(rng, true));      // d
+                    put_u16(blk + 2, random_f16(rng, true));  // m
                 } else {
                     put_u16(blk, random_f16(rng, type != DType::Q4_K && type != DType::Q5_K));
                     if (type == DType::Q4_K || type == DType::Q5_K) put_u16(blk + 2, random_f16(rng));
@@ -157,7 +207,7 @@ TEST_CASE("dot kernels on random block bytes and extreme quants", "[quant][vec_d
             for (size_t b = 0; b < r.x.size / at.block_bytes; ++b) {
                 uint8_t* blk = r.x.u8() + b * at.block_bytes;
                 const int nq = static_cast<int>(at.block_elems);
-                const int qoff = act == DType::Q8_K ? 4 : 2;
+                const int qoff = act == DType::Q8_0 ? 2 : 4;
                 for (int i = 0; i < nq; ++i) {
                     const int v = x_mode == 1 ? 127 : x_mode == 2 ? -127 : q(rng);
                     blk[qoff + i] = static_cast<uint8_t>(static_cast<int8_t>(v));
@@ -173,6 +223,11 @@ TEST_CASE("dot kernels on random block bytes and extreme quants", "[quant][vec_d
                     }
                 } else {
                     put_u16(blk, random_f16(rng));
+                    if (act == DType::Q8_1) {  // s = d * sum(q), as the format defines it
+                        int s = 0;
+                        for (int i = 0; i < nq; ++i) s += static_cast<int8_t>(blk[qoff + i]);
+                        put_u16(blk + 2, f32_to_f16(f16_to_f32(get_u16(blk)) * static_cast<float>(s)));
+                    }
                 }
             }
             quant::dequantize_row(type, r.w.data(), r.wf.data(), n);
@@ -211,13 +266,61 @@ TEST_CASE("vec_dot_rows equals per-row dots", "[quant][vec_dot]") {
                     quant::vec_dot_kernel(type)(n, &one, wr, x.data());
                     quant::dequantize_row(type, wr, wf.data(), n);
                     double abs_sum = 0;
+                    const double corr = q8_1_s_correction(type, wr, x.data(), n, abs_sum);
                     for (size_t i = 0; i < wf.size(); ++i) abs_sum += std::fabs(static_cast<double>(wf[i]) * xd[i]);
                     INFO(dtype_name(type) << " rows " << n_rows << " row " << r);
                     // Documented: bitwise equal (same arithmetic per row whatever the grouping).
                     REQUIRE(got[static_cast<size_t>(r)] == one);
-                    REQUIRE(std::fabs(one - expect_dot(wf, xd)) <= tolerance(type, n, abs_sum));
+                    REQUIRE(std::fabs(one - (expect_dot(wf, xd) + corr)) <= tolerance(type, n, abs_sum));
                 }
             }
         }
     }
+}
+
+// The float order of ggml's x86 kernels, written out from the raw bytes: for Q8_0 eight
+// lanes (lane k of a block: the integer sum of products 4k..4k+3), each fused with the
+// block's d_w * d_x, summed as ((l0+l4) + (l2+l6)) + ((l1+l5) + (l3+l7)); for Q4_0 (the
+// repacked kernels) one float fused with each block's whole integer sum.
+TEST_CASE("Q8_0 and Q4_0 dots sum in llama.cpp's order", "[quant][vec_dot]") {
+    std::mt19937 rng(404);
+    int order_matters = 0;
+    for (int rep = 0; rep < 300; ++rep) {
+        const int64_t n = 32 * (1 + rep % 64);
+        for (DType type : {DType::Q8_0, DType::Q4_0}) {
+            const Rows r = make_rows(type, random_row(rng, n, 0.05f), random_row(rng, n));
+            const size_t wb = dtype_traits(type).block_bytes;
+            float lanes[8] = {}, single = 0.0f, sequential = 0.0f;
+            for (int64_t b = 0; b < n / 32; ++b) {
+                const uint8_t* w = r.w.u8() + static_cast<size_t>(b) * wb;
+                const uint8_t* x = r.x.u8() + static_cast<size_t>(b) * 34;
+                const float scale = f16_to_f32(get_u16(w)) * f16_to_f32(get_u16(x));
+                int block_sum = 0;
+                for (int k = 0; k < 8; ++k) {
+                    int lane = 0;
+                    for (int i = 4 * k; i < 4 * k + 4; ++i) {
+                        const int wq = type == DType::Q8_0 ? static_cast<int8_t>(w[2 + i])
+                                                           : (i < 16 ? w[2 + i % 16] & 15 : w[2 + i % 16] >> 4) - 8;
+                        lane += wq * static_cast<int8_t>(x[2 + i]);
+                    }
+                    lanes[k] = std::fma(static_cast<float>(lane), scale, lanes[k]);
+                    block_sum += lane;
+                }
+                single = std::fma(static_cast<float>(block_sum), scale, single);
+                volatile float term = static_cast<float>(block_sum) * scale;  // an order llama.cpp does not use
+                sequential = sequential + term;
+            }
+            const float lane_sum =
+                ((lanes[0] + lanes[4]) + (lanes[2] + lanes[6])) + ((lanes[1] + lanes[5]) + (lanes[3] + lanes[7]));
+            const float expect = type == DType::Q8_0 ? lane_sum : single;
+            float got = NAN, rows = NAN;
+            quant::vec_dot_kernel(type)(n, &got, r.w.data(), r.x.data());
+            quant::vec_dot_rows(type, n, 1, &rows, r.w.data(), wb, r.x.data());
+            INFO(dtype_name(type) << " n=" << n);
+            REQUIRE(got == expect);
+            REQUIRE(rows == expect);
+            order_matters += sequential != expect;
+        }
+    }
+    CHECK(order_matters > 0);  // the check can tell orders apart
 }

@@ -229,7 +229,7 @@ void add_tensor_cases(Corpus& c) {
     Spec partial = with_tensor(0, {"a", {4, 4}, 0, 0});
     partial.data_bytes = 96;
     c.bad("tensor_overlap_partial", partial, "tensor #1 'b' (data [32, +16)) overlaps tensor #0 'a'");
-    c.unsupported("tensor_type_q4_1", with_tensor(0, {"a", {32, 1}, 3, 0}), "ggml tensor type 3 (q4_1) is not supported");
+    c.unsupported("tensor_type_q2_k", with_tensor(0, {"a", {32, 1}, 10, 0}), "ggml tensor type 10 (q2_K) is not supported");
     c.unsupported("tensor_type_1000", with_tensor(1, {"b", {8}, 1000, 32}), "ggml tensor type 1000 (unknown)");
     c.truncated("tensor_data_past_end", with_tensor(1, {"b", {16}, 1, 32}), "tensor #1 'b': data [32, +32) runs past");
     c.truncated("tensor_offset_huge", with_tensor(1, {"b", {8}, 1, kTwo63}), "tensor #1 'b': data");
