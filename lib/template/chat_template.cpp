@@ -30,7 +30,8 @@ std::string ChatTemplate::apply_json(const nlohmann::ordered_json& messages, con
     if (inputs.enable_thinking) context.set("enable_thinking", tmpl::Value(*inputs.enable_thinking));
     if (!inputs.tools.is_null()) context.set("tools", tmpl::Value::from_json(inputs.tools));
     if (!inputs.extra.is_null()) {
-        if (!inputs.extra.is_object()) fail(INLAY_ERR_INVALID_ARGUMENT, "extra chat template variables must be an object");
+        if (!inputs.extra.is_object())
+            fail(INLAY_ERR_INVALID_ARGUMENT, "extra chat template variables must be an object");
         for (const auto& [k, v] : inputs.extra.items()) context.set(k, tmpl::Value::from_json(v));
     }
     return template_.render(context);

@@ -9,12 +9,11 @@
 // Immutable after construction; apply() may run from several threads at once.
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "template/template.h"
 
@@ -26,9 +25,9 @@ struct ChatMessage {
 };
 
 struct ChatTemplateInputs {
-    bool add_generation_prompt = true;   // end with the header of the assistant's turn
-    std::optional<bool> enable_thinking; // unset: the variable is not defined (Qwen3: thinking on)
-    nlohmann::ordered_json tools;        // null: no `tools` variable
+    bool add_generation_prompt = true;    // end with the header of the assistant's turn
+    std::optional<bool> enable_thinking;  // unset: the variable is not defined (Qwen3: thinking on)
+    nlohmann::ordered_json tools;         // null: no `tools` variable
     nlohmann::ordered_json extra = nlohmann::ordered_json::object();  // more variables (override the above)
 };
 
@@ -43,7 +42,8 @@ public:
     // template (e.g. "roles must alternate") gives INLAY_ERR_INVALID_ARGUMENT.
     [[nodiscard]] std::string apply(const std::vector<ChatMessage>& messages, const ChatTemplateInputs& inputs) const;
     // The same with messages as JSON objects (any fields: tool_calls, reasoning_content...).
-    [[nodiscard]] std::string apply_json(const nlohmann::ordered_json& messages, const ChatTemplateInputs& inputs) const;
+    [[nodiscard]] std::string apply_json(const nlohmann::ordered_json& messages,
+                                         const ChatTemplateInputs& inputs) const;
 
     static tmpl::TemplateOptions default_options();
 

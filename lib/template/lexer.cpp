@@ -114,7 +114,9 @@ private:
         return {static_cast<int>(line), static_cast<int>(offset - line_starts_[line - 1] + 1)};
     }
 
-    void push(TokenKind kind, std::string text, size_t offset) { tokens_.push_back({kind, std::move(text), loc(offset)}); }
+    void push(TokenKind kind, std::string text, size_t offset) {
+        tokens_.push_back({kind, std::move(text), loc(offset)});
+    }
 
     size_t find_tag(size_t from) const {
         for (size_t i = src_.find('{', from); i != std::string_view::npos; i = src_.find('{', i + 1)) {
@@ -148,8 +150,10 @@ private:
             if (m < src_.size() && (src_[m] == '-' || src_[m] == '+')) strip_after = src_[m++] == '-';
             if (src_.substr(m, 2) != "%}") continue;
             std::string_view text = src_.substr(content, k - content);
-            if (strip_content) text = lstrip_space(text);
-            else if (options_.trim_blocks && text.starts_with("\n")) text.remove_prefix(1);
+            if (strip_content)
+                text = lstrip_space(text);
+            else if (options_.trim_blocks && text.starts_with("\n"))
+                text.remove_prefix(1);
             if (strip_before) text = rstrip_space(text);
             if (!text.empty()) push(TokenKind::text, std::string(text), content);
             pos = m + 2;
@@ -216,7 +220,8 @@ private:
         std::string digits;
         bool is_float = false;
         auto take_digits = [&] {
-            while (i < src_.size() && (is_digit(src_[i]) || (src_[i] == '_' && i + 1 < src_.size() && is_digit(src_[i + 1])))) {
+            while (i < src_.size() &&
+                   (is_digit(src_[i]) || (src_[i] == '_' && i + 1 < src_.size() && is_digit(src_[i + 1])))) {
                 if (src_[i] != '_') digits += src_[i];
                 ++i;
             }
@@ -238,7 +243,8 @@ private:
                 take_digits();
             }
         }
-        Token t{is_float ? TokenKind::floating : TokenKind::integer, std::string(src_.substr(start, i - start)), loc(start)};
+        Token t{is_float ? TokenKind::floating : TokenKind::integer, std::string(src_.substr(start, i - start)),
+                loc(start)};
         const char* b = digits.data();
         const char* e = digits.data() + digits.size();
         if (is_float) {
@@ -271,26 +277,51 @@ private:
             const char e = src_[i + 1];
             i += 2;
             switch (e) {
-                case 'n': value += '\n'; break;
-                case 't': value += '\t'; break;
-                case 'r': value += '\r'; break;
-                case '\\': value += '\\'; break;
-                case '\'': value += '\''; break;
-                case '"': value += '"'; break;
-                case 'a': value += '\a'; break;
-                case 'b': value += '\b'; break;
-                case 'f': value += '\f'; break;
-                case 'v': value += '\v'; break;
-                case '0': value += '\0'; break;
-                case '\n': break;  // a line continuation
+                case 'n':
+                    value += '\n';
+                    break;
+                case 't':
+                    value += '\t';
+                    break;
+                case 'r':
+                    value += '\r';
+                    break;
+                case '\\':
+                    value += '\\';
+                    break;
+                case '\'':
+                    value += '\'';
+                    break;
+                case '"':
+                    value += '"';
+                    break;
+                case 'a':
+                    value += '\a';
+                    break;
+                case 'b':
+                    value += '\b';
+                    break;
+                case 'f':
+                    value += '\f';
+                    break;
+                case 'v':
+                    value += '\v';
+                    break;
+                case '0':
+                    value += '\0';
+                    break;
+                case '\n':
+                    break;  // a line continuation
                 case 'x':
                 case 'u':
                 case 'U': {
                     const size_t n = e == 'x' ? 2 : e == 'u' ? 4 : 8;
                     uint32_t cp = 0;
                     const auto r = std::from_chars(src_.data() + i, src_.data() + std::min(src_.size(), i + n), cp, 16);
-                    if (r.ec != std::errc{} || r.ptr != src_.data() + i + n || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
-                        fail_at(INLAY_ERR_BAD_FORMAT, name_, loc(i - 2), fmt::format("invalid \\{} escape in a string", e));
+                    if (r.ec != std::errc{} || r.ptr != src_.data() + i + n || cp > 0x10FFFF ||
+                        (cp >= 0xD800 && cp <= 0xDFFF))
+                        fail_at(INLAY_ERR_BAD_FORMAT, name_, loc(i - 2),
+                                fmt::format("invalid \\{} escape in a string", e));
                     utf8::append_codepoint(value, cp);
                     i += n;
                     break;

@@ -35,10 +35,10 @@ enum class TokenKind {
     stmt_open,   // {%
     stmt_close,  // %}
     name,
-    string,      // text holds the decoded value
+    string,  // text holds the decoded value
     integer,
     floating,
-    op,          // + - * / // % ** ~ == != < <= > >= = ( ) [ ] { } , . : |
+    op,  // + - * / // % ** ~ == != < <= > >= = ( ) [ ] { } , . : |
     end,
 };
 
@@ -51,7 +51,7 @@ struct Token {
 };
 
 struct LexOptions {
-    bool trim_blocks = true;    // Hugging Face's chat-template environment sets both
+    bool trim_blocks = true;  // Hugging Face's chat-template environment sets both
     bool lstrip_blocks = true;
     bool keep_trailing_newline = false;  // Jinja's default drops one final newline
 };

@@ -10,7 +10,8 @@ namespace inlay::tmpl {
 
 void check_string_size(size_t bytes, const Limits& limits) {
     if (bytes > limits.max_string_bytes)
-        fail(INLAY_ERR_BAD_FORMAT, "a string of {} bytes exceeds the limit of {} bytes", bytes, limits.max_string_bytes);
+        fail(INLAY_ERR_BAD_FORMAT, "a string of {} bytes exceeds the limit of {} bytes", bytes,
+             limits.max_string_bytes);
 }
 
 void check_list_size(size_t items, const Limits& limits) {
@@ -70,7 +71,8 @@ Value repeat(const Value& seq, int64_t n, const Limits& limits) {
     const auto count = static_cast<uint64_t>(n);
     if (seq.is_string()) {
         const std::string& s = seq.as_string();
-        if (!s.empty() && count > limits.max_string_bytes / s.size() + 1) check_string_size(limits.max_string_bytes + 1, limits);
+        if (!s.empty() && count > limits.max_string_bytes / s.size() + 1)
+            check_string_size(limits.max_string_bytes + 1, limits);
         check_string_size(s.size() * count, limits);
         std::string out;
         out.reserve(s.size() * count);
@@ -224,8 +226,10 @@ Value binary_op(std::string_view op, const Value& a, const Value& b, const Limit
 
 std::vector<Value> iterate(const Value& v) {
     switch (v.kind()) {
-        case Value::Kind::undefined: return {};
-        case Value::Kind::array: return *v.as_array();
+        case Value::Kind::undefined:
+            return {};
+        case Value::Kind::array:
+            return *v.as_array();
         case Value::Kind::object: {
             std::vector<Value> keys;
             for (const auto& [k, _] : v.as_object()->items) keys.emplace_back(k);
@@ -241,7 +245,8 @@ std::vector<Value> iterate(const Value& v) {
             }
             return chars;
         }
-        default: break;
+        default:
+            break;
     }
     fail(INLAY_ERR_BAD_FORMAT, "'{}' object is not iterable", v.type_name());
 }
@@ -262,13 +267,15 @@ Value subscript(const Value& obj, const Value& key) {
     if (obj.is_array() && is_intlike(key)) {
         int64_t i = to_int(key);
         const Array& a = *obj.as_array();
-        if (!normalize_index(i, a.size())) return Value::undefined(fmt::format("list index {} is out of range", to_int(key)));
+        if (!normalize_index(i, a.size()))
+            return Value::undefined(fmt::format("list index {} is out of range", to_int(key)));
         return a[static_cast<size_t>(i)];
     }
     if (obj.is_string() && is_intlike(key)) {
         const auto cps = code_points(obj.as_string());
         int64_t i = to_int(key);
-        if (!normalize_index(i, cps.size())) return Value::undefined(fmt::format("string index {} is out of range", to_int(key)));
+        if (!normalize_index(i, cps.size()))
+            return Value::undefined(fmt::format("string index {} is out of range", to_int(key)));
         return Value(from_code_points(cps, static_cast<size_t>(i), static_cast<size_t>(i) + 1));
     }
     if (obj.is_object() && key.is_string()) {

@@ -44,23 +44,34 @@ private:
         return t;
     }
 
-    [[noreturn]] void error(const Token& at, const std::string& message, inlay_status status = INLAY_ERR_BAD_FORMAT) const {
+    [[noreturn]] void error(const Token& at, const std::string& message,
+                            inlay_status status = INLAY_ERR_BAD_FORMAT) const {
         fail_at(status, name_, at.where, message);
     }
 
     static std::string describe(const Token& t) {
         switch (t.kind) {
-            case TokenKind::text: return "template text";
-            case TokenKind::expr_open: return "'{{'";
-            case TokenKind::expr_close: return "'}}'";
-            case TokenKind::stmt_open: return "'{%'";
-            case TokenKind::stmt_close: return "'%}'";
-            case TokenKind::name: return "'" + t.text + "'";
-            case TokenKind::string: return "a string";
+            case TokenKind::text:
+                return "template text";
+            case TokenKind::expr_open:
+                return "'{{'";
+            case TokenKind::expr_close:
+                return "'}}'";
+            case TokenKind::stmt_open:
+                return "'{%'";
+            case TokenKind::stmt_close:
+                return "'%}'";
+            case TokenKind::name:
+                return "'" + t.text + "'";
+            case TokenKind::string:
+                return "a string";
             case TokenKind::integer:
-            case TokenKind::floating: return "number " + t.text;
-            case TokenKind::op: return "'" + t.text + "'";
-            case TokenKind::end: return "the end of the template";
+            case TokenKind::floating:
+                return "number " + t.text;
+            case TokenKind::op:
+                return "'" + t.text + "'";
+            case TokenKind::end:
+                return "the end of the template";
         }
         return "?";
     }
@@ -140,7 +151,8 @@ private:
                     parse_statement(body);
                     break;
                 }
-                default: error(t, fmt::format("unexpected {}", describe(t)));
+                default:
+                    error(t, fmt::format("unexpected {}", describe(t)));
             }
         }
     }
@@ -154,7 +166,8 @@ private:
 
     void parse_statement(Body& body) {
         const Token& keyword = peek();
-        if (keyword.kind != TokenKind::name) error(keyword, fmt::format("expected a statement, found {}", describe(keyword)));
+        if (keyword.kind != TokenKind::name)
+            error(keyword, fmt::format("expected a statement, found {}", describe(keyword)));
         const std::string word = keyword.text;
         const Location where = keyword.where;
         next();
@@ -409,8 +422,8 @@ private:
         ExprPtr l = parse_math1();
         while (true) {
             const Token& t = peek();
-            if (t.kind == TokenKind::op &&
-                (t.text == "==" || t.text == "!=" || t.text == "<" || t.text == "<=" || t.text == ">" || t.text == ">=")) {
+            if (t.kind == TokenKind::op && (t.text == "==" || t.text == "!=" || t.text == "<" || t.text == "<=" ||
+                                            t.text == ">" || t.text == ">=")) {
                 const Location where = t.where;
                 std::string op = next().text;
                 l = binary(Expr::Kind::binary, std::move(op), std::move(l), parse_math1(), where);
@@ -554,7 +567,8 @@ private:
                     return dict;
                 }
                 break;
-            default: break;
+            default:
+                break;
         }
         error(t, fmt::format("expected an expression, found {}", describe(t)));
     }
@@ -687,7 +701,8 @@ private:
 }  // namespace
 
 Body parse(const std::vector<Token>& tokens, const std::string& name, int max_depth) {
-    if (tokens.empty() || tokens.back().kind != TokenKind::end) fail(INLAY_ERR_INTERNAL, "{}: token list has no end", name);
+    if (tokens.empty() || tokens.back().kind != TokenKind::end)
+        fail(INLAY_ERR_INTERNAL, "{}: token list has no end", name);
     return Parser(tokens, name, max_depth).parse_template();
 }
 

@@ -16,7 +16,8 @@ Template::Template(std::string_view source, TemplateOptions options) : options_(
     if (const size_t bad = utf8::find_invalid(source); bad != std::string_view::npos)
         fail(INLAY_ERR_BAD_FORMAT, "{}: the template is not valid UTF-8 (byte offset {})", options_.name, bad);
     const LexOptions lex_options{options_.trim_blocks, options_.lstrip_blocks, false};
-    body_ = std::make_shared<const Body>(parse(lex(source, lex_options, options_.name), options_.name, options_.max_nesting));
+    body_ = std::make_shared<const Body>(
+        parse(lex(source, lex_options, options_.name), options_.name, options_.max_nesting));
 }
 
 namespace {
@@ -147,13 +148,18 @@ private:
 
     Flow exec_node(const Node& n) {
         switch (n.kind) {
-            case Node::Kind::text: emit(n.text); return Flow::normal;
-            case Node::Kind::output: emit(eval(*n.expr).str()); return Flow::normal;
+            case Node::Kind::text:
+                emit(n.text);
+                return Flow::normal;
+            case Node::Kind::output:
+                emit(eval(*n.expr).str());
+                return Flow::normal;
             case Node::Kind::if_chain:
                 for (const auto& [cond, body] : n.branches)
                     if (eval(*cond).truthy()) return exec_body(body);
                 return exec_body(n.else_body);
-            case Node::Kind::for_loop: return exec_for(n);
+            case Node::Kind::for_loop:
+                return exec_for(n);
             case Node::Kind::set: {
                 Value v = eval(*n.expr);
                 if (n.attribute.empty()) {
@@ -162,8 +168,9 @@ private:
                 }
                 const Value target = lookup(n.targets[0]);
                 if (!target.is_object() || !target.as_object()->is_namespace)
-                    fail(INLAY_ERR_BAD_FORMAT, "cannot assign the attribute '{}' of '{}': only namespace() objects allow it",
-                         n.attribute, n.targets[0]);
+                    fail(INLAY_ERR_BAD_FORMAT,
+                         "cannot assign the attribute '{}' of '{}': only namespace() objects allow it", n.attribute,
+                         n.targets[0]);
                 target.as_object()->set(n.attribute, std::move(v));
                 return Flow::normal;
             }
@@ -172,7 +179,9 @@ private:
                 assign(n.targets[0], apply_filters(n.filters, std::move(v)));
                 return Flow::normal;
             }
-            case Node::Kind::macro: assign(n.text, make_macro(n)); return Flow::normal;
+            case Node::Kind::macro:
+                assign(n.text, make_macro(n));
+                return Flow::normal;
             case Node::Kind::call_block: {
                 const Expr& call = *n.expr;
                 const Value callee = eval(*call.items[0]);
@@ -188,9 +197,13 @@ private:
                 emit(call_value(callee, args).str());
                 return Flow::normal;
             }
-            case Node::Kind::filter_block: emit(apply_filters(n.filters, Value(capture(n.body))).str()); return Flow::normal;
-            case Node::Kind::break_loop: return Flow::break_loop;
-            case Node::Kind::continue_loop: return Flow::continue_loop;
+            case Node::Kind::filter_block:
+                emit(apply_filters(n.filters, Value(capture(n.body))).str());
+                return Flow::normal;
+            case Node::Kind::break_loop:
+                return Flow::break_loop;
+            case Node::Kind::continue_loop:
+                return Flow::continue_loop;
         }
         return Flow::normal;
     }
@@ -231,8 +244,8 @@ private:
         // One loop object per loop, updated in place: an iteration costs no allocations.
         auto loop = std::make_shared<Object>();
         auto index = std::make_shared<int64_t>(0);
-        for (const char* key : {"index0", "index", "revindex0", "revindex", "first", "last", "length", "depth", "depth0",
-                                "previtem", "nextitem"})
+        for (const char* key : {"index0", "index", "revindex0", "revindex", "first", "last", "length", "depth",
+                                "depth0", "previtem", "nextitem"})
             loop->set(key, Value());
         loop->set("cycle", Value::function(
                                [index](CallArgs& a) {
@@ -259,7 +272,8 @@ private:
             v[7].second = Value(1);
             v[8].second = Value(0);
             v[9].second = i > 0 ? items[u - 1] : Value::undefined("loop.previtem is undefined on the first item");
-            v[10].second = i + 1 < length ? items[u + 1] : Value::undefined("loop.nextitem is undefined on the last item");
+            v[10].second =
+                i + 1 < length ? items[u + 1] : Value::undefined("loop.nextitem is undefined on the last item");
             assign("loop", loop_value);
             assign_targets(n.targets, items[u]);
             if (exec_body(n.body) == Flow::break_loop) break;
@@ -267,9 +281,11 @@ private:
         return Flow::normal;
     }
 
-    void bind_params(const std::vector<std::pair<std::string, ExprPtr>>& params, CallArgs& args, const std::string& what) {
+    void bind_params(const std::vector<std::pair<std::string, ExprPtr>>& params, CallArgs& args,
+                     const std::string& what) {
         if (args.positional.size() > params.size())
-            fail(INLAY_ERR_BAD_FORMAT, "{}() takes {} arguments ({} given)", what, params.size(), args.positional.size());
+            fail(INLAY_ERR_BAD_FORMAT, "{}() takes {} arguments ({} given)", what, params.size(),
+                 args.positional.size());
         std::vector<bool> used(args.keyword.size(), false);
         for (size_t i = 0; i < params.size(); ++i) {
             const auto& [name, def] = params[i];
@@ -337,8 +353,10 @@ private:
 
     Value eval_expr(const Expr& e) {
         switch (e.kind) {
-            case Expr::Kind::literal: return e.value;
-            case Expr::Kind::name: return lookup(e.name);
+            case Expr::Kind::literal:
+                return e.value;
+            case Expr::Kind::name:
+                return lookup(e.name);
             case Expr::Kind::list:
             case Expr::Kind::tuple: {
                 Array a;
@@ -350,12 +368,14 @@ private:
                 Object o;
                 for (size_t i = 0; i + 1 < e.items.size(); i += 2) {
                     const Value key = eval(*e.items[i]);
-                    if (!key.is_string()) fail(INLAY_ERR_BAD_FORMAT, "dict keys must be strings, not '{}'", key.type_name());
+                    if (!key.is_string())
+                        fail(INLAY_ERR_BAD_FORMAT, "dict keys must be strings, not '{}'", key.type_name());
                     o.set(key.as_string(), eval(*e.items[i + 1]));
                 }
                 return Value(std::move(o));
             }
-            case Expr::Kind::attribute: return attribute(eval(*e.items[0]), e.name, options_.limits);
+            case Expr::Kind::attribute:
+                return attribute(eval(*e.items[0]), e.name, options_.limits);
             case Expr::Kind::subscript: {
                 const Value obj = eval(*e.items[0]);
                 return subscript(obj, eval(*e.items[1]));

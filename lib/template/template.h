@@ -44,11 +44,11 @@ struct TemplateOptions {
     std::string name = "template";  // prefixes error messages
     bool trim_blocks = true;
     bool lstrip_blocks = true;
-    Limits limits;                                   // sizes of strings and lists built
-    size_t max_output_bytes = size_t{16} << 20;      // of the rendered text
-    uint64_t max_steps = 10'000'000;                 // nodes, expressions and loop iterations
-    int max_nesting = 64;                            // of blocks and expressions in the source
-    int max_render_depth = 400;                      // of evaluation, macro calls included
+    Limits limits;                               // sizes of strings and lists built
+    size_t max_output_bytes = size_t{16} << 20;  // of the rendered text
+    uint64_t max_steps = 10'000'000;             // nodes, expressions and loop iterations
+    int max_nesting = 64;                        // of blocks and expressions in the source
+    int max_render_depth = 400;                  // of evaluation, macro calls included
 };
 
 class Template {

@@ -42,7 +42,8 @@ Value Value::none() {
 
 Value Value::function(Function f, std::string name) {
     Value v;
-    v.data_ = Callable{std::make_shared<const Function>(std::move(f)), std::make_shared<const std::string>(std::move(name))};
+    v.data_ =
+        Callable{std::make_shared<const Function>(std::move(f)), std::make_shared<const std::string>(std::move(name))};
     return v;
 }
 
@@ -51,15 +52,19 @@ namespace {
 template <class Json>
 Value value_from_json(const Json& j) {
     switch (j.type()) {
-        case nlohmann::detail::value_t::null: return Value::none();
-        case nlohmann::detail::value_t::boolean: return Value(j.template get<bool>());
-        case nlohmann::detail::value_t::number_integer: return Value(j.template get<int64_t>());
+        case nlohmann::detail::value_t::null:
+            return Value::none();
+        case nlohmann::detail::value_t::boolean:
+            return Value(j.template get<bool>());
+        case nlohmann::detail::value_t::number_integer:
+            return Value(j.template get<int64_t>());
         case nlohmann::detail::value_t::number_unsigned: {
             const auto u = j.template get<uint64_t>();
             if (u > static_cast<uint64_t>(INT64_MAX)) return Value(static_cast<double>(u));
             return Value(static_cast<int64_t>(u));
         }
-        case nlohmann::detail::value_t::number_float: return Value(j.template get<double>());
+        case nlohmann::detail::value_t::number_float:
+            return Value(j.template get<double>());
         case nlohmann::detail::value_t::string: {
             const auto& s = j.template get_ref<const std::string&>();
             utf8::require_valid(s, "a string of the template context");
@@ -80,7 +85,8 @@ Value value_from_json(const Json& j) {
             }
             return Value(std::move(o));
         }
-        default: break;
+        default:
+            break;
     }
     fail(INLAY_ERR_INVALID_ARGUMENT, "template context: unsupported JSON value of type {}", j.type_name());
 }
@@ -122,14 +128,22 @@ const std::string& Value::undefined_hint() const {
 bool Value::truthy() const {
     switch (kind()) {
         case Kind::undefined:
-        case Kind::none: return false;
-        case Kind::boolean: return as_bool();
-        case Kind::integer: return as_int() != 0;
-        case Kind::floating: return std::get<double>(data_) != 0.0;
-        case Kind::string: return !as_string().empty();
-        case Kind::array: return !as_array()->empty();
-        case Kind::object: return !as_object()->items.empty();
-        case Kind::function: return true;
+        case Kind::none:
+            return false;
+        case Kind::boolean:
+            return as_bool();
+        case Kind::integer:
+            return as_int() != 0;
+        case Kind::floating:
+            return std::get<double>(data_) != 0.0;
+        case Kind::string:
+            return !as_string().empty();
+        case Kind::array:
+            return !as_array()->empty();
+        case Kind::object:
+            return !as_object()->items.empty();
+        case Kind::function:
+            return true;
     }
     return false;
 }
@@ -206,13 +220,27 @@ void json_string(std::string& out, const std::string& s) {
     for (const char c : s) {
         const auto u = static_cast<unsigned char>(c);
         switch (c) {
-            case '"': out += "\\\""; break;
-            case '\\': out += "\\\\"; break;
-            case '\n': out += "\\n"; break;
-            case '\r': out += "\\r"; break;
-            case '\t': out += "\\t"; break;
-            case '\b': out += "\\b"; break;
-            case '\f': out += "\\f"; break;
+            case '"':
+                out += "\\\"";
+                break;
+            case '\\':
+                out += "\\\\";
+                break;
+            case '\n':
+                out += "\\n";
+                break;
+            case '\r':
+                out += "\\r";
+                break;
+            case '\t':
+                out += "\\t";
+                break;
+            case '\b':
+                out += "\\b";
+                break;
+            case '\f':
+                out += "\\f";
+                break;
             default:
                 if (u < 0x20)
                     out += fmt::format("\\u{:04x}", u);
@@ -232,15 +260,23 @@ void to_json_into(const Value& v, std::string& out, int indent, std::string_view
         out.append(static_cast<size_t>(indent) * static_cast<size_t>(level), ' ');
     };
     switch (v.kind()) {
-        case Value::Kind::none: out += "null"; return;
-        case Value::Kind::boolean: out += v.as_bool() ? "true" : "false"; return;
-        case Value::Kind::integer: out += std::to_string(v.as_int()); return;
+        case Value::Kind::none:
+            out += "null";
+            return;
+        case Value::Kind::boolean:
+            out += v.as_bool() ? "true" : "false";
+            return;
+        case Value::Kind::integer:
+            out += std::to_string(v.as_int());
+            return;
         case Value::Kind::floating: {
             const double d = v.as_double();
             out += std::isnan(d) ? "NaN" : std::isinf(d) ? (d < 0 ? "-Infinity" : "Infinity") : python_float_repr(d);
             return;
         }
-        case Value::Kind::string: json_string(out, v.as_string()); return;
+        case Value::Kind::string:
+            json_string(out, v.as_string());
+            return;
         case Value::Kind::array: {
             const Array& a = *v.as_array();
             out += '[';
@@ -268,7 +304,8 @@ void to_json_into(const Value& v, std::string& out, int indent, std::string_view
             return;
         }
         case Value::Kind::undefined:
-        case Value::Kind::function: break;
+        case Value::Kind::function:
+            break;
     }
     fail(INLAY_ERR_BAD_FORMAT, "tojson: a value of type {} is not JSON serializable", v.type_name());
 }
@@ -276,7 +313,9 @@ void to_json_into(const Value& v, std::string& out, int indent, std::string_view
 void repr_into(const Value& v, std::string& out, int depth) {
     if (depth > 512) fail(INLAY_ERR_BAD_FORMAT, "value nested too deeply to print");
     switch (v.kind()) {
-        case Value::Kind::string: out += python_string_repr(v.as_string()); return;
+        case Value::Kind::string:
+            out += python_string_repr(v.as_string());
+            return;
         case Value::Kind::array: {
             out += '[';
             const Array& a = *v.as_array();
@@ -299,7 +338,9 @@ void repr_into(const Value& v, std::string& out, int depth) {
             out += '}';
             return;
         }
-        default: out += v.str(); return;
+        default:
+            out += v.str();
+            return;
     }
 }
 
@@ -307,15 +348,23 @@ void repr_into(const Value& v, std::string& out, int depth) {
 
 std::string Value::str() const {
     switch (kind()) {
-        case Kind::undefined: return {};
-        case Kind::none: return "None";
-        case Kind::boolean: return as_bool() ? "True" : "False";
-        case Kind::integer: return std::to_string(as_int());
-        case Kind::floating: return python_float_repr(std::get<double>(data_));
-        case Kind::string: return as_string();
+        case Kind::undefined:
+            return {};
+        case Kind::none:
+            return "None";
+        case Kind::boolean:
+            return as_bool() ? "True" : "False";
+        case Kind::integer:
+            return std::to_string(as_int());
+        case Kind::floating:
+            return python_float_repr(std::get<double>(data_));
+        case Kind::string:
+            return as_string();
         case Kind::array:
-        case Kind::object: return repr();
-        case Kind::function: return "<function " + function_name() + ">";
+        case Kind::object:
+            return repr();
+        case Kind::function:
+            return "<function " + function_name() + ">";
     }
     return {};
 }
@@ -334,15 +383,24 @@ std::string Value::to_json(int indent, std::string_view item_sep, std::string_vi
 
 std::string_view Value::type_name() const {
     switch (kind()) {
-        case Kind::undefined: return "undefined";
-        case Kind::none: return "none";
-        case Kind::boolean: return "boolean";
-        case Kind::integer: return "integer";
-        case Kind::floating: return "float";
-        case Kind::string: return "string";
-        case Kind::array: return "list";
-        case Kind::object: return as_object()->is_namespace ? "namespace" : "dict";
-        case Kind::function: return "function";
+        case Kind::undefined:
+            return "undefined";
+        case Kind::none:
+            return "none";
+        case Kind::boolean:
+            return "boolean";
+        case Kind::integer:
+            return "integer";
+        case Kind::floating:
+            return "float";
+        case Kind::string:
+            return "string";
+        case Kind::array:
+            return "list";
+        case Kind::object:
+            return as_object()->is_namespace ? "namespace" : "dict";
+        case Kind::function:
+            return "function";
     }
     return "?";
 }
@@ -361,8 +419,10 @@ bool equals(const Value& a, const Value& b) {
     if (a.kind() != b.kind()) return false;
     switch (a.kind()) {
         case Value::Kind::undefined:
-        case Value::Kind::none: return true;
-        case Value::Kind::string: return a.as_string() == b.as_string();
+        case Value::Kind::none:
+            return true;
+        case Value::Kind::string:
+            return a.as_string() == b.as_string();
         case Value::Kind::array: {
             const Array& x = *a.as_array();
             const Array& y = *b.as_array();
@@ -381,8 +441,10 @@ bool equals(const Value& a, const Value& b) {
             }
             return true;
         }
-        case Value::Kind::function: return &a.as_function() == &b.as_function();
-        default: return false;
+        case Value::Kind::function:
+            return &a.as_function() == &b.as_function();
+        default:
+            return false;
     }
 }
 

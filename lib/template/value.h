@@ -8,13 +8,12 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <variant>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 namespace inlay::tmpl {
 
@@ -48,17 +47,17 @@ public:
     Value() = default;  // undefined
     static Value undefined(std::string hint = {});
     static Value none();
-    Value(bool b) : data_(b) {}                                  // NOLINT: implicit by design
-    Value(int64_t i) : data_(i) {}                               // NOLINT
-    Value(int i) : data_(static_cast<int64_t>(i)) {}             // NOLINT
-    Value(double d) : data_(d) {}                                // NOLINT
-    Value(std::string s) : data_(std::move(s)) {}                // NOLINT
-    Value(const char* s) : data_(std::string(s)) {}              // NOLINT
-    Value(std::string_view s) : data_(std::string(s)) {}         // NOLINT
-    Value(Array a) : data_(std::make_shared<Array>(std::move(a))) {}      // NOLINT
-    Value(std::shared_ptr<Array> a) : data_(std::move(a)) {}              // NOLINT
-    Value(Object o) : data_(std::make_shared<Object>(std::move(o))) {}    // NOLINT
-    Value(std::shared_ptr<Object> o) : data_(std::move(o)) {}             // NOLINT
+    Value(bool b) : data_(b) {}                                         // NOLINT: implicit by design
+    Value(int64_t i) : data_(i) {}                                      // NOLINT
+    Value(int i) : data_(static_cast<int64_t>(i)) {}                    // NOLINT
+    Value(double d) : data_(d) {}                                       // NOLINT
+    Value(std::string s) : data_(std::move(s)) {}                       // NOLINT
+    Value(const char* s) : data_(std::string(s)) {}                     // NOLINT
+    Value(std::string_view s) : data_(std::string(s)) {}                // NOLINT
+    Value(Array a) : data_(std::make_shared<Array>(std::move(a))) {}    // NOLINT
+    Value(std::shared_ptr<Array> a) : data_(std::move(a)) {}            // NOLINT
+    Value(Object o) : data_(std::make_shared<Object>(std::move(o))) {}  // NOLINT
+    Value(std::shared_ptr<Object> o) : data_(std::move(o)) {}           // NOLINT
     static Value function(Function f, std::string name);
 
     // JSON -> Value (objects keep the order of the JSON value: use ordered_json to keep

@@ -35,8 +35,8 @@ struct HfTokenizerConfig {
     std::optional<std::string> unk_token;
     std::optional<bool> add_bos_token;
     std::optional<bool> add_eos_token;
-    std::string chat_template;          // "" when there is none
-    std::vector<int64_t> eos_token_ids; // generation_config.json eos_token_id (int or list)
+    std::string chat_template;           // "" when there is none
+    std::vector<int64_t> eos_token_ids;  // generation_config.json eos_token_id (int or list)
 };
 
 // Parses the text of a tokenizer_config.json. `origin` names it in messages.

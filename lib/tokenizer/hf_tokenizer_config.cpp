@@ -81,7 +81,8 @@ HfTokenizerConfig read_tokenizer_config(const std::filesystem::path& folder) {
         root.require_object();
         if (const auto eos = root.find_non_null("eos_token_id")) {
             if (eos->is_array()) {
-                for (size_t i = 0; i < eos->size(); ++i) config.eos_token_ids.push_back(eos->at(i).integer(0, INT32_MAX));
+                for (size_t i = 0; i < eos->size(); ++i)
+                    config.eos_token_ids.push_back(eos->at(i).integer(0, INT32_MAX));
             } else {
                 config.eos_token_ids.push_back(eos->integer(0, INT32_MAX));
             }

@@ -149,7 +149,8 @@ void read_post_processor(const JsonNode& node, PostProcessing& out) {
         } else if (piece.find("Sequence")) {
             seen_sequence = true;
         } else {
-            fail(INLAY_ERR_BAD_FORMAT, "{}: expected {{\"SpecialToken\": ...}} or {{\"Sequence\": ...}}", piece.where());
+            fail(INLAY_ERR_BAD_FORMAT, "{}: expected {{\"SpecialToken\": ...}} or {{\"Sequence\": ...}}",
+                 piece.where());
         }
     }
 }
@@ -158,7 +159,7 @@ struct Merges {
     std::vector<std::string> joined;  // "left right", rank order
 };
 
-Merges read_merges(const JsonNode& model, const nlohmann::json& vocab) {
+Merges read_merges(const JsonNode& model, const TextToId& vocab) {
     Merges out;
     const auto node = model.find_non_null("merges");
     if (!node) return out;
@@ -172,8 +173,10 @@ Merges read_merges(const JsonNode& model, const nlohmann::json& vocab) {
             const std::string& s = m.get_ref<const std::string&>();
             // As Hugging Face: exactly one space separates the two parts.
             const size_t sep = s.find(' ');
-            if (sep == std::string::npos || sep == 0 || sep + 1 >= s.size() || s.find(' ', sep + 1) != std::string::npos)
-                fail(INLAY_ERR_BAD_FORMAT, "{}: merge \"{}\" is not of the form \"left right\"", node->at(i).where(), s);
+            if (sep == std::string::npos || sep == 0 || sep + 1 >= s.size() ||
+                s.find(' ', sep + 1) != std::string::npos)
+                fail(INLAY_ERR_BAD_FORMAT, "{}: merge \"{}\" is not of the form \"left right\"", node->at(i).where(),
+                     s);
             left = s.substr(0, sep);
             right = s.substr(sep + 1);
         } else if (m.is_array() && m.size() == 2 && m[0].is_string() && m[1].is_string()) {
@@ -190,8 +193,8 @@ Merges read_merges(const JsonNode& model, const nlohmann::json& vocab) {
         }
         merged = left + right;
         for (const std::string* part : {&left, &right, &merged}) {
-            if (!vocab.contains(*part))
-                fail(INLAY_ERR_BAD_FORMAT, "{}: merge \"{} {}\": \"{}\" is not in /model/vocab", node->at(i).where(),
+            if (vocab.find(std::string_view(*part)) == vocab.end())
+                fail(INLAY_ERR_BAD_FORMAT, "{}: merge \"{} {}\": \"{}\" is not in the vocabulary", node->at(i).where(),
                      left, right, *part);
         }
         out.joined.push_back(left + " " + right);
@@ -201,7 +204,8 @@ Merges read_merges(const JsonNode& model, const nlohmann::json& vocab) {
 
 int32_t require_token(const Vocabulary& v, const TextToId& ids, std::string_view text, std::string_view where) {
     const auto it = ids.find(text);
-    if (it == ids.end()) fail(INLAY_ERR_BAD_FORMAT, "{}: token \"{}\" is not in the vocabulary ({})", where, text, v.origin);
+    if (it == ids.end())
+        fail(INLAY_ERR_BAD_FORMAT, "{}: token \"{}\" is not in the vocabulary ({})", where, text, v.origin);
     return it->second;
 }
 
@@ -233,7 +237,10 @@ std::unique_ptr<Tokenizer> tokenizer_from_hf_json(std::string_view tokenizer_jso
     vocab_node.require_object();
     int64_t n = 0;
     for (const auto& [text, id] : vocab_node.json().items()) {
-        const int64_t v = JsonNode(id, origin, "/model/vocab/" + json_pointer_token(text)).integer(0, k_max_tokens - 1);
+        int64_t v = -1;
+        if (id.is_number_unsigned()) v = static_cast<int64_t>(std::min<uint64_t>(id.get<uint64_t>(), k_max_tokens));
+        if (v < 0 || v >= k_max_tokens)  // the slow path only builds the message
+            v = JsonNode(id, origin, "/model/vocab/" + json_pointer_token(text)).integer(0, k_max_tokens - 1);
         n = std::max(n, v + 1);
     }
     std::vector<std::string>& texts = vocab->texts;
@@ -275,7 +282,8 @@ std::unique_ptr<Tokenizer> tokenizer_from_hf_json(std::string_view tokenizer_jso
             t.require_object();
             const int64_t id = t.at("id").integer(0, k_max_tokens - 1);
             const std::string& content = t.at("content").string();
-            if (content.empty()) fail(INLAY_ERR_BAD_FORMAT, "{}: an added token's content is empty", t.at("content").where());
+            if (content.empty())
+                fail(INLAY_ERR_BAD_FORMAT, "{}: an added token's content is empty", t.at("content").where());
             place(id, content, t.at("id"));
             const auto i = static_cast<size_t>(id);
             if (vocab->types.size() < texts.size()) vocab->types.resize(texts.size(), TokenType::unused);
@@ -323,12 +331,12 @@ std::unique_ptr<Tokenizer> tokenizer_from_hf_json(std::string_view tokenizer_jso
     PostProcessing post;
     if (const auto p = root.find_non_null("post_processor")) read_post_processor(*p, post);
 
-    const Merges merges = read_merges(model, vocab_node.json());
-
-    // ---- special tokens ----
     TextToId ids;
     ids.reserve(texts.size());
     for (size_t i = 0; i < texts.size(); ++i) ids.emplace(texts[i], static_cast<int32_t>(i));
+    const Merges merges = read_merges(model, ids);
+
+    // ---- special tokens ----
     const std::string config_where = "tokenizer_config.json";
     if (config.bos_token) vocab->bos = require_token(*vocab, ids, *config.bos_token, config_where + " /bos_token");
     if (config.eos_token) vocab->eos = require_token(*vocab, ids, *config.eos_token, config_where + " /eos_token");
@@ -357,14 +365,13 @@ std::unique_ptr<Tokenizer> tokenizer_from_hf_json(std::string_view tokenizer_jso
 
 bool is_tokenizer_folder(const std::filesystem::path& path) {
     std::error_code ec;
-    return std::filesystem::is_directory(path, ec) &&
-           (std::filesystem::exists(path / "tokenizer.json", ec) || std::filesystem::exists(path / "tokenizer.model", ec));
+    return std::filesystem::is_directory(path, ec) && (std::filesystem::exists(path / "tokenizer.json", ec) ||
+                                                       std::filesystem::exists(path / "tokenizer.model", ec));
 }
 
 std::unique_ptr<Tokenizer> tokenizer_from_folder(const std::filesystem::path& folder) {
     std::error_code ec;
-    if (!std::filesystem::is_directory(folder, ec))
-        fail(INLAY_ERR_IO, "{} is not a readable folder", folder.string());
+    if (!std::filesystem::is_directory(folder, ec)) fail(INLAY_ERR_IO, "{} is not a readable folder", folder.string());
     const auto json_path = folder / "tokenizer.json";
     if (std::filesystem::exists(json_path, ec)) {
         const HfTokenizerConfig config = read_tokenizer_config(folder);

@@ -8,11 +8,10 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
-
-#include <nlohmann/json.hpp>
 
 #include "core/error.h"
 
@@ -77,7 +76,8 @@ public:
         return value_->get_ref<const std::string&>();
     }
     [[nodiscard]] bool boolean() const {
-        if (!value_->is_boolean()) fail(INLAY_ERR_BAD_FORMAT, "{}: expected true or false, found {}", where(), type_name());
+        if (!value_->is_boolean())
+            fail(INLAY_ERR_BAD_FORMAT, "{}: expected true or false, found {}", where(), type_name());
         return value_->get<bool>();
     }
     // An integer in [lo, hi].
@@ -87,7 +87,8 @@ public:
             v = value_->get<int64_t>();
         } else if (value_->is_number_unsigned()) {
             const auto u = value_->get<uint64_t>();
-            if (u > static_cast<uint64_t>(hi)) fail(INLAY_ERR_BAD_FORMAT, "{}: {} is out of range [{}, {}]", where(), u, lo, hi);
+            if (u > static_cast<uint64_t>(hi))
+                fail(INLAY_ERR_BAD_FORMAT, "{}: {} is out of range [{}, {}]", where(), u, lo, hi);
             v = static_cast<int64_t>(u);
         } else {
             fail(INLAY_ERR_BAD_FORMAT, "{}: expected an integer, found {}", where(), type_name());

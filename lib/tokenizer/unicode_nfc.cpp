@@ -35,8 +35,8 @@ constexpr uint32_t l_count = 19, v_count = 21, t_count = 28, n_count = v_count *
 uint8_t combining_class(uint32_t cp) noexcept {
     if (cp < 0x300) return 0;
     const auto* end = std::end(k_ccc_ranges);
-    const auto* it = std::upper_bound(std::begin(k_ccc_ranges), end, cp,
-                                      [](uint32_t c, const CccRange& r) { return c < r.first; });
+    const auto* it =
+        std::upper_bound(std::begin(k_ccc_ranges), end, cp, [](uint32_t c, const CccRange& r) { return c < r.first; });
     if (it == std::begin(k_ccc_ranges)) return 0;
     --it;
     return cp <= it->last ? it->ccc : 0;
@@ -49,7 +49,9 @@ const Decomposition* find_decomposition(uint32_t cp) noexcept {
     return it != end && it->cp == cp ? it : nullptr;
 }
 
-uint64_t pair_key(uint32_t a, uint32_t b) { return (static_cast<uint64_t>(a) << 21) | b; }
+uint64_t pair_key(uint32_t a, uint32_t b) {
+    return (static_cast<uint64_t>(a) << 21) | b;
+}
 
 const std::unordered_map<uint64_t, uint32_t>& compositions() {
     static const auto table = [] {
@@ -141,6 +143,8 @@ std::string nfc(std::string_view text) {
     return out;
 }
 
-const char* unicode_version() noexcept { return k_unicode_version; }
+const char* unicode_version() noexcept {
+    return k_unicode_version;
+}
 
 }  // namespace inlay::unicode

@@ -31,10 +31,9 @@ ChatTemplate load_template(const std::string& model) {
 }
 
 const std::vector<ChatMessage> k_user = {{"user", "Hello, how are you?"}};
-const std::vector<ChatMessage> k_user_assistant_user = {
-    {"user", "Hello, how are you?"},
-    {"assistant", "I'm doing great. How can I help you today?"},
-    {"user", "I'd like to show off how chat templating works!"}};
+const std::vector<ChatMessage> k_user_assistant_user = {{"user", "Hello, how are you?"},
+                                                        {"assistant", "I'm doing great. How can I help you today?"},
+                                                        {"user", "I'd like to show off how chat templating works!"}};
 
 std::vector<ChatMessage> with_system(std::vector<ChatMessage> m) {
     m.insert(m.begin(), {"system", "You are a helpful assistant."});
@@ -105,9 +104,9 @@ TEST_CASE("rendered Llama 3 prompt tokenizes into its special tokens", "[templat
     const auto tok = tokenizer_from_folder(testdata("tokenizers/llama3"));
     const auto ids = tok->encode(t.apply(k_user, {}), true);
     REQUIRE(ids.size() > 8);
-    CHECK(ids[0] == 128000);   // <|begin_of_text|>
-    CHECK(ids[1] == 128006);   // <|start_header_id|>
-    CHECK(ids[3] == 128007);   // <|end_header_id|>
+    CHECK(ids[0] == 128000);                                 // <|begin_of_text|>
+    CHECK(ids[1] == 128006);                                 // <|start_header_id|>
+    CHECK(ids[3] == 128007);                                 // <|end_header_id|>
     CHECK(std::count(ids.begin(), ids.end(), 128009) == 1);  // one <|eot_id|>
-    CHECK(ids[ids.size() - 4] == 128006);  // the assistant header closes the prompt
+    CHECK(ids[ids.size() - 4] == 128006);                    // the assistant header closes the prompt
 }

@@ -63,7 +63,8 @@ TEST_CASE("evaluation errors name the place and the cause", "[template][errors]"
     expect_error("{% for x in 5 %}{% endfor %}", INLAY_ERR_BAD_FORMAT, "'integer' object is not iterable");
     expect_error("{{ '%s' % 1 }}", INLAY_ERR_UNSUPPORTED, "string formatting with '%'");
     expect_error("{{ [1][::0] }}", INLAY_ERR_BAD_FORMAT, "slice step cannot be zero");
-    expect_error("{% macro m(a) %}{% endmacro %}{{ m(1, 2) }}", INLAY_ERR_BAD_FORMAT, "m() takes 1 arguments (2 given)");
+    expect_error("{% macro m(a) %}{% endmacro %}{{ m(1, 2) }}", INLAY_ERR_BAD_FORMAT,
+                 "m() takes 1 arguments (2 given)");
 }
 
 TEST_CASE("raise_exception gives INVALID_ARGUMENT with the template's message", "[template][errors]") {
@@ -122,9 +123,14 @@ TEST_CASE("mutated chat templates never crash", "[template][errors][fuzz]") {
         for (int k = 0; k < edits; ++k) {
             const size_t at = rng() % (s.size() + 1);
             switch (rng() % 3) {
-                case 0: s.insert(at, 1, alphabet[rng() % alphabet.size()]); break;
-                case 1: if (at < s.size()) s.erase(at, 1 + rng() % 8); break;
-                default: if (at < s.size()) s[at] = alphabet[rng() % alphabet.size()];
+                case 0:
+                    s.insert(at, 1, alphabet[rng() % alphabet.size()]);
+                    break;
+                case 1:
+                    if (at < s.size()) s.erase(at, 1 + rng() % 8);
+                    break;
+                default:
+                    if (at < s.size()) s[at] = alphabet[rng() % alphabet.size()];
             }
         }
         try {

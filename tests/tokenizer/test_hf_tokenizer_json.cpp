@@ -53,7 +53,8 @@ void check_same_as_gguf(const Tokenizer& tok, const std::filesystem::path& json_
 
 // A byte-level BPE tokenizer.json: the 256 byte symbols, the results of `merges`, then
 // `added` (objects as in the file), with the Qwen2 split regex.
-json tiny_tokenizer_json(const std::vector<std::pair<std::string, std::string>>& merges, const json& added = json::array()) {
+json tiny_tokenizer_json(const std::vector<std::pair<std::string, std::string>>& merges,
+                         const json& added = json::array()) {
     json vocab = json::object();
     int id = 0;
     for (int b = 0; b < 256; ++b) vocab[byte_level::encode_byte(static_cast<uint8_t>(b))] = id++;
@@ -71,8 +72,9 @@ json tiny_tokenizer_json(const std::vector<std::pair<std::string, std::string>>&
           {"pretokenizers",
            json::array({{{"type", "Split"},
                          {"pattern",
-                          {{"Regex", "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| "
-                                     "?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"}}},
+                          {{"Regex",
+                            "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| "
+                            "?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"}}},
                          {"behavior", "Isolated"},
                          {"invert", false}},
                         {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"use_regex", false}}})}}},
@@ -185,11 +187,11 @@ TEST_CASE("tokenizer_config.json: tokens as strings or objects, named templates"
 
 TEST_CASE("tokenizer folder: config, chat_template.jinja and generation_config.json", "[tokenizer][hf]") {
     const auto dir = test::scratch_dir("hf_folder");
-    std::ofstream(dir / "tokenizer.json") << tiny_tokenizer_json({{"a", "b"}},
-                                                                 json::array({{{"id", 257}, {"content", "<|end|>"}, {"special", true}},
-                                                                              {{"id", 258}, {"content", "<s>"}, {"special", true}},
-                                                                              {{"id", 259}, {"content", "<stop>"}, {"special", true}}}))
-                                                 .dump();
+    std::ofstream(dir / "tokenizer.json")
+        << tiny_tokenizer_json({{"a", "b"}}, json::array({{{"id", 257}, {"content", "<|end|>"}, {"special", true}},
+                                                          {{"id", 258}, {"content", "<s>"}, {"special", true}},
+                                                          {{"id", 259}, {"content", "<stop>"}, {"special", true}}}))
+               .dump();
     std::ofstream(dir / "tokenizer_config.json")
         << json{{"bos_token", "<s>"}, {"add_bos_token", true}, {"chat_template", "from config"}}.dump();
     std::ofstream(dir / "generation_config.json") << json{{"eos_token_id", json::array({257, 259})}}.dump();
@@ -255,9 +257,10 @@ TEST_CASE("tokenizer.json: ignore_merges emits whole-word tokens without merging
 }
 
 TEST_CASE("tokenizer.json: added tokens, lstrip/rstrip, TemplateProcessing BOS", "[tokenizer][hf]") {
-    json j = tiny_tokenizer_json({}, json::array({{{"id", 256}, {"content", "<bos>"}, {"special", true}},
-                                                  {{"id", 257}, {"content", "[M]"}, {"special", false}, {"lstrip", true}},
-                                                  {{"id", 258}, {"content", "<eos>"}, {"special", true}}}));
+    json j =
+        tiny_tokenizer_json({}, json::array({{{"id", 256}, {"content", "<bos>"}, {"special", true}},
+                                             {{"id", 257}, {"content", "[M]"}, {"special", false}, {"lstrip", true}},
+                                             {{"id", 258}, {"content", "<eos>"}, {"special", true}}}));
     j["post_processor"] = {{"type", "TemplateProcessing"},
                            {"single", json::array({{{"SpecialToken", {{"id", "<bos>"}, {"type_id", 0}}}},
                                                    {{"Sequence", {{"id", "A"}, {"type_id", 0}}}}})}};
@@ -316,7 +319,7 @@ TEST_CASE("NFC matches Python's unicodedata on generated vectors", "[tokenizer][
     }
     CHECK(wrong == 0);
     CHECK(unicode::nfc("") == "");
-    CHECK(unicode::nfc("\xCC\x81") == "\xCC\x81");  // a lone combining mark stays
+    CHECK(unicode::nfc("\xCC\x81") == "\xCC\x81");      // a lone combining mark stays
     CHECK(unicode::nfc("\xE2\x84\xAB") == "\xC3\x85");  // U+212B ANGSTROM SIGN -> U+00C5
 }
 
@@ -336,7 +339,7 @@ TEST_CASE("tokenizer.json: malformed files give BAD_FORMAT with the JSON path", 
     expect("", INLAY_ERR_BAD_FORMAT, "bad.json: not valid JSON");
     expect(good.dump().substr(0, 200), INLAY_ERR_BAD_FORMAT, "not valid JSON: parse error at line 1");
     expect("{\"model\": \"\xff\"}", INLAY_ERR_BAD_FORMAT, "not valid JSON");
-    expect(std::string(100000, '[') , INLAY_ERR_BAD_FORMAT, "not valid JSON");
+    expect(std::string(100000, '['), INLAY_ERR_BAD_FORMAT, "not valid JSON");
     expect("[]", INLAY_ERR_BAD_FORMAT, "bad.json: /: expected an object");
     expect("{}", INLAY_ERR_BAD_FORMAT, "bad.json: /: the member \"model\" is missing");
     expect(with("/model/vocab/a"_json_pointer, -1), INLAY_ERR_BAD_FORMAT, "/model/vocab/a: -1 is out of range");
@@ -346,13 +349,14 @@ TEST_CASE("tokenizer.json: malformed files give BAD_FORMAT with the JSON path", 
     expect(with("/model/merges/0"_json_pointer, "ab"), INLAY_ERR_BAD_FORMAT, "/model/merges/0: merge \"ab\" is not of");
     expect(with("/model/merges/0"_json_pointer, 7), INLAY_ERR_BAD_FORMAT, "/model/merges/0: expected a merge");
     expect(with("/model/merges/0"_json_pointer, json::array({"q", "\xE2\x82\xAC"})), INLAY_ERR_BAD_FORMAT,
-           "is not in /model/vocab");
+           "is not in the vocabulary");
     expect(with("/model/merges"_json_pointer, 3), INLAY_ERR_BAD_FORMAT, "/model/merges: expected an array");
     expect(with("/added_tokens"_json_pointer, json::array({{{"id", 3}, {"content", "zz"}}})), INLAY_ERR_BAD_FORMAT,
            "/added_tokens/0/id: id 3 is already the id of");
     expect(with("/added_tokens"_json_pointer, json::array({{{"id", 300}}})), INLAY_ERR_BAD_FORMAT,
            "/added_tokens/0: the member \"content\" is missing");
-    expect(with("/model/unk_token"_json_pointer, "<unk>"), INLAY_ERR_BAD_FORMAT, "token \"<unk>\" is not in the vocabulary");
+    expect(with("/model/unk_token"_json_pointer, "<unk>"), INLAY_ERR_BAD_FORMAT,
+           "token \"<unk>\" is not in the vocabulary");
     HfTokenizerConfig config;
     config.bos_token = "<nope>";
     const auto [s, message] = load_error(good.dump(), config);

@@ -9,6 +9,7 @@
 #include "app.h"
 #include "args.h"
 #include "load.h"
+#include "tokenize_folder.h"
 
 namespace inlay::cli {
 namespace {
@@ -37,9 +38,10 @@ int run_tokenize(std::span<const std::string_view> args) {
     const CommandSpec spec{
         "tokenize",
         "-m MODEL -p TEXT [options]",
-        "Prints the token ids of TEXT: one line per token (id and its text), or JSON.",
+        "Prints the token ids of TEXT: one line per token (id and its text), or JSON. MODEL is a GGUF file or a\n"
+        "model folder with tokenizer.json (and tokenizer_config.json) or tokenizer.model, weights or not.",
         {
-            {"--model", "-m", "MODEL", "GGUF model file", &model_path, 0, 0, true},
+            {"--model", "-m", "MODEL", "GGUF model file or model folder", &model_path, 0, 0, true},
             {"--prompt", "-p", "TEXT", "text to tokenize (UTF-8)", &text, 0, 0, true},
             {"--no-bos", "", "", "do not prepend BOS", &no_bos},
             {"--no-special", "", "", "treat special-token text such as <s> as plain text", &no_special},
@@ -48,11 +50,22 @@ int run_tokenize(std::span<const std::string_view> args) {
     };
     if (parse_args(spec, args).help) return exit_ok;
 
-    LoadedModel loaded = load_model(model_path, 1, 0, !json);
-    uint32_t flags = 0;
-    if (!no_bos) flags |= INLAY_TOKENIZE_ADD_BOS;
-    if (!no_special) flags |= INLAY_TOKENIZE_PARSE_SPECIAL;
-    const std::vector<int32_t> tokens = loaded.model.tokenize(text, flags);
+    std::vector<int32_t> tokens;
+    std::vector<std::string> pieces;
+    if (is_tokenizer_folder_path(model_path)) {
+        FolderTokens t = tokenize_with_folder(model_path, text, !no_bos, !no_special);
+        if (t.status != INLAY_OK) throw Error(t.status, t.message);
+        tokens = std::move(t.ids);
+        pieces = std::move(t.pieces);
+    } else {
+        LoadedModel loaded = load_model(model_path, 1, 0, !json);
+        uint32_t flags = 0;
+        if (!no_bos) flags |= INLAY_TOKENIZE_ADD_BOS;
+        if (!no_special) flags |= INLAY_TOKENIZE_PARSE_SPECIAL;
+        tokens = loaded.model.tokenize(text, flags);
+        if (!json)
+            for (size_t i = 0; i < tokens.size(); ++i) pieces.push_back(piece_of(loaded.model, tokens, i));
+    }
 
     if (json) {
         write_stdout(nlohmann::ordered_json{{"tokens", tokens}}.dump() + "\n");
@@ -60,7 +73,7 @@ int run_tokenize(std::span<const std::string_view> args) {
     }
     std::string out;
     for (size_t i = 0; i < tokens.size(); ++i) {
-        out += fmt::format("{:7} {}\n", tokens[i], c_quoted(piece_of(loaded.model, tokens, i)));
+        out += fmt::format("{:7} {}\n", tokens[i], c_quoted(pieces[i]));
     }
     write_stdout(out);
     return exit_ok;
