@@ -10,6 +10,7 @@
 #pragma once
 
 #include <concepts>
+#include <cstddef>
 #include <cstdint>
 #include <span>
 #include <vector>
@@ -39,6 +40,8 @@ struct KvGeometry {
     int64_t head_dim = 0;
     int64_t block_size = 16;  // token slots per block
     DType dtype = DType::F16; // element type of stored K and V (F16 or F32)
+
+    bool operator==(const KvGeometry&) const = default;
 };
 
 // One sequence of a ragged batch.
@@ -61,8 +64,9 @@ struct BatchLayout {
 template <class B>
 concept Backend = requires(B& b, typename B::Buffer& buf, const typename B::Buffer& cbuf,
                            const typename B::Weight& w, const TensorView& view, typename B::KvStorage& kv,
-                           const BatchLayout& layout, std::span<const int32_t> ids, const RopeParams& rope,
-                           float* host, int64_t n) {
+                           const typename B::KvStorage& ckv, const BatchLayout& layout, std::span<const int32_t> ids,
+                           const RopeParams& rope, float* host, int64_t n, std::span<std::byte> bytes,
+                           std::span<const std::byte> cbytes) {
     typename B::Buffer;     // device float32 storage
     typename B::Weight;     // a weight prepared for this device (any supported DType)
     typename B::KvStorage;  // paged K/V blocks for all layers
@@ -74,6 +78,15 @@ concept Backend = requires(B& b, typename B::Buffer& buf, const typename B::Buff
     { b.alloc_kv(KvGeometry{}, n) } -> std::same_as<typename B::KvStorage>;  // n blocks
     b.resize_kv(kv, n);              // grow or shrink to n blocks; blocks below n keep their data
     b.read(cbuf, n, n, host);        // copy floats [offset, offset+count) to host
+
+    // KV blocks as a whole (copy-on-write, save/restore). A block's contents travel in
+    // the canonical layout [layer][k|v][kv_head][slot][head_dim] of the geometry's dtype,
+    // kv_block_bytes(kv) bytes, whatever the device keeps internally. These run between
+    // forward passes or on blocks no forward pass touches.
+    { b.kv_block_bytes(ckv) } -> std::same_as<size_t>;
+    b.kv_copy_block(kv, n, n);       // block src -> block dst (all layers, all slots)
+    b.kv_read_block(ckv, n, bytes);  // block -> host bytes (canonical layout)
+    b.kv_write_block(kv, n, cbytes); // host bytes (canonical layout) -> block
 
     // Ops. Sizes are in elements; matrices are row-major [rows][cols].
     b.embed(w, ids, buf);                       // out[t] = row ids[t] of the table, as f32

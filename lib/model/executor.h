@@ -1,17 +1,24 @@
-// Executor: the backend-independent face of a loaded decoder. Sessions talk to it;
-// behind it sits Decoder<B> on one backend (CpuExecutor today, a CUDA one later).
+// Executor: the backend-independent face of a loaded decoder. Sessions and the runtime's
+// engine talk to it; behind it sits Decoder<B> on one backend (CpuExecutor today, a CUDA
+// one later).
 //
-// A SequenceState is one sequence's KV cache and scratch. Here every sequence owns a
-// private, growable set of KV blocks (block table 0, 1, 2, ...); the runtime's shared
-// block pool replaces that allocation without changing the decoder or the backends,
-// which already address the cache through block tables.
+// Two ways in:
+//  - eval() on a SequenceState: one sequence with a private, growable set of KV blocks
+//    (block table 0, 1, 2, ...). Simple callers and tests use it.
+//  - step() over a KvStore: one forward pass over a ragged batch of many sequences whose
+//    block tables point into a shared, preallocated store (the runtime's block pool
+//    decides which block holds what). copy_block / read_block / write_block move whole
+//    blocks for copy-on-write and session save/restore.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <memory>
 #include <span>
+#include <string>
 
+#include "backend/concepts.h"
 #include "model/decoder_spec.h"
 
 namespace inlay {
@@ -27,6 +34,27 @@ public:
     [[nodiscard]] virtual size_t kv_bytes() const = 0;
 };
 
+// Preallocated KV blocks on one device, shared by any executor whose kv_device() and
+// geometry match (several models can use one store). Block ids are [0, n_blocks()).
+class KvStore {
+public:
+    virtual ~KvStore() = default;
+    [[nodiscard]] virtual const KvGeometry& geometry() const = 0;
+    [[nodiscard]] virtual int64_t n_blocks() const = 0;
+    // Bytes of one block, also the size of its canonical-layout image (read/write_block).
+    [[nodiscard]] virtual size_t block_bytes() const = 0;
+    // The device the memory lives on ("cpu", ...).
+    [[nodiscard]] virtual const std::string& device() const = 0;
+};
+
+// Scratch of one caller of step() (activations for up to max_tokens tokens).
+class StepWorkspace {
+public:
+    virtual ~StepWorkspace() = default;
+    [[nodiscard]] virtual int64_t max_tokens() const = 0;
+    [[nodiscard]] virtual int64_t max_logit_rows() const = 0;
+};
+
 class Executor {
 public:
     virtual ~Executor() = default;
@@ -40,6 +68,32 @@ public:
     // keeps the chunks already done. Thread-safe for different sequences.
     virtual void eval(SequenceState& seq, std::span<const int32_t> tokens, std::span<const int32_t> logit_rows,
                       float* logits, const std::function<bool()>& cancelled) const = 0;
+
+    // --- batched steps over a shared block store -------------------------------------
+
+    // Where this executor keeps KV ("cpu", ...): stores from kv_device-equal executors
+    // are interchangeable when their geometry matches too.
+    [[nodiscard]] virtual const std::string& kv_device() const = 0;
+    // The geometry of this model's KV blocks.
+    [[nodiscard]] virtual KvGeometry kv_geometry(int64_t block_size, DType dtype) const = 0;
+    // A store of n_blocks blocks (memory is reserved now; throws INLAY_ERR_KV_FULL or
+    // INLAY_ERR_OUT_OF_MEMORY when it cannot be).
+    [[nodiscard]] virtual std::shared_ptr<KvStore> new_kv_store(const KvGeometry& geometry, int64_t n_blocks) const = 0;
+    [[nodiscard]] virtual std::unique_ptr<StepWorkspace> new_workspace(int64_t max_tokens,
+                                                                       int64_t max_logit_rows) const = 0;
+    // One forward pass: tokens[t] at layout.positions[t] of sequence layout.seq_of_token[t],
+    // K/V written to and read from `kv` through the block tables (the caller guarantees
+    // each written slot's block is exclusively the writer's). Writes the logits of the
+    // listed rows (ascending) to logits (logit_rows.size() * n_vocab floats). Token ids
+    // are validated (INLAY_ERR_INVALID_TOKEN). One caller per workspace at a time;
+    // concurrent steps on one store must write disjoint blocks.
+    virtual void step(KvStore& kv, StepWorkspace& ws, std::span<const int32_t> tokens, const BatchLayout& layout,
+                      std::span<const int32_t> logit_rows, float* logits) const = 0;
+    // Whole blocks, in the canonical layout [layer][k|v][kv_head][slot][head_dim]. They
+    // may run concurrently with step() on blocks that step does not write.
+    virtual void copy_block(KvStore& kv, int32_t src, int32_t dst) const = 0;
+    virtual void read_block(const KvStore& kv, int32_t block, std::span<std::byte> out) const = 0;
+    virtual void write_block(KvStore& kv, int32_t block, std::span<const std::byte> in) const = 0;
 };
 
 }  // namespace inlay

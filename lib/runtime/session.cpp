@@ -1,9 +1,10 @@
 #include "runtime/session.h"
 
+#include <algorithm>
 #include <chrono>
-#include <mutex>
 
 #include "core/error.h"
+#include "runtime/session_file.h"
 #include "sampling/sampling_params.h"
 #include "sampling/stop_matcher.h"
 #include "tokenizer/tokenizer.h"
@@ -11,7 +12,10 @@
 namespace inlay {
 namespace {
 using Clock = std::chrono::steady_clock;
-double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+double seconds_between(Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double>(b - a).count(); }
+
+// Tokens the scheduler may sample ahead of a caller that is still busy with earlier ones.
+constexpr int32_t kLookahead = 8;
 }  // namespace
 
 const char* stop_reason_name(StopReason reason) {
@@ -25,6 +29,19 @@ const char* stop_reason_name(StopReason reason) {
         case StopReason::context_full: return "context_full";
     }
     return "unknown";
+}
+
+KvPoolOptions default_kv_pool_options(const Model& model) {
+    KvPoolOptions o;
+    const int64_t tokens = std::max<int64_t>(4 * model.context_length(), 64 * o.block_size);
+    o.budget_blocks = (tokens + o.block_size - 1) / o.block_size;
+    return o;
+}
+
+std::shared_ptr<Engine> make_default_engine(std::shared_ptr<const Model> model) {
+    if (!model) fail(INLAY_ERR_INVALID_ARGUMENT, "no model");
+    auto pool = make_kv_pool(model->executor(), default_kv_pool_options(*model));
+    return std::make_shared<Engine>(std::move(model), std::move(pool), EngineOptions{});
 }
 
 // Marks the session busy for the duration of a call and clears any cancel request
@@ -47,122 +64,186 @@ private:
     Session& s_;
 };
 
-Session::Session(std::shared_ptr<const Model> model, int64_t context_length)
-    : model_(std::move(model)), context_length_(context_length > 0 ? context_length : model_->context_length()) {
+Session::Session(std::shared_ptr<Engine> engine, int64_t context_length) : engine_(std::move(engine)) {
+    if (!engine_) fail(INLAY_ERR_INVALID_ARGUMENT, "a session needs an engine");
     if (context_length < 0) fail(INLAY_ERR_INVALID_ARGUMENT, "session context_length must not be negative");
-    sequence_ = model_->executor().new_sequence(context_length_);
+    context_length_ = context_length > 0 ? context_length : engine_->model().context_length();
+    sequence_ = engine_->open(context_length_);
 }
 
-int64_t Session::n_cached() const { return sequence_->n_cached(); }
+Session::Session(std::shared_ptr<const Model> model, int64_t context_length)
+    : Session(make_default_engine(std::move(model)), context_length) {}
+
+Session::Session(std::shared_ptr<Engine> engine, Sequence* sequence, int64_t context_length)
+    : engine_(std::move(engine)), context_length_(context_length), sequence_(sequence) {}
+
+Session::~Session() {
+    try {
+        engine_->close(sequence_);
+    } catch (...) {  // closing while another thread is inside this session: a host bug; keep going
+    }
+}
+
+int64_t Session::n_cached() const { return engine_->n_cached(*sequence_); }
 
 void Session::cancel() noexcept {
     // Only a running call may be cancelled; the guard clears the flag when it ends.
-    if (busy_.load(std::memory_order_acquire)) cancel_requested_.store(true, std::memory_order_release);
+    if (!busy_.load(std::memory_order_acquire)) return;
+    cancel_requested_.store(true, std::memory_order_release);
+    std::lock_guard lock(request_mutex_);
+    if (current_) engine_->cancel(*current_);
+}
+
+std::shared_ptr<Request> Session::start(const std::shared_ptr<Request>& request) {
+    engine_->submit(*sequence_, request);
+    {
+        std::lock_guard lock(request_mutex_);
+        current_ = request;
+    }
+    // A cancel that came before the request existed still applies to this call.
+    if (cancel_requested_.load(std::memory_order_acquire)) engine_->cancel(*request);
+    return request;
+}
+
+void Session::stop_tracking() noexcept {
+    std::lock_guard lock(request_mutex_);
+    current_.reset();
 }
 
 void Session::reset() {
     BusyGuard guard(*this);
-    history_.clear();
-    last_logits_.clear();
-    sequence_->truncate(0);
+    engine_->reset(*sequence_);
+}
+
+void Session::truncate(int64_t n_tokens) {
+    BusyGuard guard(*this);
+    engine_->truncate(*sequence_, n_tokens);
+}
+
+std::unique_ptr<Session> Session::fork() {
+    BusyGuard guard(*this);
+    Sequence* copy = engine_->fork(*sequence_);
+    return std::unique_ptr<Session>(new Session(engine_, copy, context_length_));
+}
+
+void Session::save(const std::string& path) {
+    BusyGuard guard(*this);
+    const SequenceImage image = engine_->snapshot(*sequence_);
+    write_session_file(path, model(), engine_->pool().store(), image);
+}
+
+void Session::restore(const std::string& path) {
+    BusyGuard guard(*this);
+    const SequenceImage image = read_session_file(path, model(), engine_->pool().store());
+    engine_->restore(*sequence_, image);
 }
 
 std::vector<int32_t> Session::tokenize_input(std::string_view text, bool add_bos, bool parse_special) const {
-    const Tokenizer& tok = model_->tokenizer();
+    const Tokenizer& tok = model().tokenizer();
     std::vector<int32_t> ids;
-    if (history_.empty() && add_bos && tok.add_bos() && tok.bos() >= 0) ids.push_back(tok.bos());
+    if (history().empty() && add_bos && tok.add_bos() && tok.bos() >= 0) ids.push_back(tok.bos());
     const auto body = tok.encode(text, parse_special);
     ids.insert(ids.end(), body.begin(), body.end());
     return ids;
 }
 
-void Session::evaluate_pending(std::span<const int32_t> input) {
-    const int64_t n_vocab = model_->spec().n_vocab;
+namespace {
+
+void check_input(const Model& model, std::span<const int32_t> input, size_t history, int64_t context_length) {
+    const int64_t n_vocab = model.spec().n_vocab;
     for (const int32_t t : input)
         if (t < 0 || t >= n_vocab) fail(INLAY_ERR_INVALID_TOKEN, "token id {} is outside the vocabulary [0, {})", t, n_vocab);
-    if (static_cast<int64_t>(history_.size() + input.size()) > context_length_)
-        fail(INLAY_ERR_CONTEXT_FULL, "{} tokens in the conversation plus {} new exceed the context length {}",
-             history_.size(), input.size(), context_length_);
-    const auto cached = static_cast<size_t>(sequence_->n_cached());
-    history_.insert(history_.end(), input.begin(), input.end());
-    if (cached == history_.size()) return;  // nothing new: last_logits_ still hold
-    const std::span<const int32_t> pending(history_.data() + cached, history_.size() - cached);
-    last_logits_.resize(static_cast<size_t>(n_vocab));
-    const int32_t last_row = static_cast<int32_t>(pending.size() - 1);
-    try {
-        model_->executor().eval(*sequence_, pending, std::span<const int32_t>(&last_row, 1), last_logits_.data(),
-                                [this] { return should_stop(); });
-    } catch (...) {
-        last_logits_.clear();
-        throw;
-    }
+    if (static_cast<int64_t>(history + input.size()) > context_length)
+        fail(INLAY_ERR_CONTEXT_FULL, "{} tokens in the conversation plus {} new exceed the context length {}", history,
+             input.size(), context_length);
 }
+
+// Ends the engine's side of a request however the caller's side ends (a callback may throw).
+struct FinishGuard {
+    Engine& engine;
+    Request& request;
+    int64_t keep = -1;
+    bool done = false;
+    void finish() {
+        if (done) return;
+        done = true;
+        engine.finish(request, keep);
+    }
+    ~FinishGuard() {
+        try {
+            if (!done) {
+                keep = request.taken();
+                finish();
+            }
+        } catch (...) {
+        }
+    }
+};
+
+}  // namespace
 
 GenerateResult Session::generate(std::span<const int32_t> input, const GenerateOptions& options) {
     BusyGuard guard(*this);
     if (options.max_tokens < 0) fail(INLAY_ERR_INVALID_ARGUMENT, "max_tokens must not be negative");
     validate(options.sampling);
-    const Tokenizer& tok = model_->tokenizer();
-    const int64_t n_vocab = model_->spec().n_vocab;
+    const Tokenizer& tok = model().tokenizer();
     StopMatcher stops(options.stop_strings);
-
-    GenerateResult result;
-    result.prompt_tokens.assign(input.begin(), input.end());
-    const auto t_prefill = Clock::now();
-    const auto pending = static_cast<int64_t>(history_.size() + input.size()) - sequence_->n_cached();
-    try {
-        evaluate_pending(input);
-    } catch (const Error& e) {
-        if (e.status() != INLAY_ERR_CANCELLED) throw;
-        result.stop_reason = StopReason::cancelled;
-        return result;
-    }
-    result.prefill_tokens = pending;
-    if (options.max_tokens == 0) {
-        result.prefill_seconds = seconds_since(t_prefill);
-        return result;
-    }
-    if (last_logits_.empty()) fail(INLAY_ERR_INVALID_ARGUMENT, "nothing to generate from: the conversation is empty");
+    check_input(model(), input, history().size(), context_length_);
+    if (history().empty() && input.empty() && options.max_tokens > 0)
+        fail(INLAY_ERR_INVALID_ARGUMENT, "nothing to generate from: the conversation is empty");
 
     // The leading-space rule applies while the conversation holds no text yet.
     bool at_start = true;
-    for (const int32_t t : history_)
-        if (!tok.token_to_piece(t, false).empty()) {
-            at_start = false;
-            break;
-        }
+    for (const auto part : {std::span<const int32_t>(history()), input})
+        for (const int32_t t : part)
+            if (at_start && !tok.token_to_piece(t, false).empty()) at_start = false;
+
+    GenerateResult result;
+    result.prompt_tokens.assign(input.begin(), input.end());
+    auto request = std::make_shared<Request>();
+    request->kind = Request::Kind::generate;
+    request->input.assign(input.begin(), input.end());
+    request->sampling = options.sampling;
+    request->max_tokens = options.max_tokens;
+    request->ignore_eos = options.ignore_eos;
+    request->lookahead = kLookahead;
+    start(request);
+    Request& req = *request;
+    FinishGuard finish{*engine_, req};
+
     StreamingDetokenizer detok(tok, at_start);
-    Sampler sampler(options.sampling, static_cast<int32_t>(n_vocab));
     auto emit = [&](int32_t token, std::string_view text) {
         result.text += text;
         return !options.on_token || options.on_token(token, text);
     };
-
-    auto t_decode = Clock::now();
-    for (int32_t i = 0;; ++i) {
-        if (should_stop()) { result.stop_reason = StopReason::cancelled; break; }
-        const int32_t token = sampler.sample(last_logits_, history_);
-        history_.push_back(token);
+    StopReason caller_reason = StopReason::none;
+    Clock::time_point t_decode{};
+    while (const auto next = req.next()) {
+        const int32_t token = *next;
         result.tokens.push_back(token);
-        last_logits_.clear();  // stale until `token` is evaluated
-        if (i == 0) {
-            result.prefill_seconds = seconds_since(t_prefill);
-            t_decode = Clock::now();
-        }
-        if (!options.ignore_eos && tok.is_eog(token)) { result.stop_reason = StopReason::end_of_generation; break; }
+        if (result.tokens.size() == 1) t_decode = Clock::now();
+        if (!options.ignore_eos && tok.is_eog(token)) break;  // the engine ends the request here too
         const std::string text = stops.feed(detok.push(token));
-        if (!emit(token, text)) { result.stop_reason = StopReason::callback; break; }
-        if (stops.stopped()) { result.stop_reason = StopReason::stop_string; break; }
-        if (i + 1 >= options.max_tokens) { result.stop_reason = StopReason::max_tokens; break; }
-        if (static_cast<int64_t>(history_.size()) >= context_length_) { result.stop_reason = StopReason::context_full; break; }
-        try {
-            evaluate_pending({});
-        } catch (const Error& e) {
-            if (e.status() != INLAY_ERR_CANCELLED) throw;
-            result.stop_reason = StopReason::cancelled;
-            break;
-        }
+        if (!emit(token, text)) { caller_reason = StopReason::callback; break; }
+        if (stops.stopped()) { caller_reason = StopReason::stop_string; break; }
     }
+    if (caller_reason == StopReason::none && req.cancel_requested()) caller_reason = StopReason::cancelled;
+    finish.keep = static_cast<int64_t>(result.tokens.size());
+    finish.finish();
+    stop_tracking();
+
+    result.stop_reason = caller_reason != StopReason::none ? caller_reason : req.reason;
+    if (caller_reason == StopReason::none && req.status == INLAY_ERR_CANCELLED) result.stop_reason = StopReason::cancelled;
+    if (req.status == INLAY_ERR_KV_FULL) {
+        result.status = req.status;
+        result.error = req.error;
+    } else if (req.status != INLAY_OK && req.status != INLAY_ERR_CANCELLED && caller_reason == StopReason::none) {
+        throw Error(req.status, req.error);
+    }
+    result.prefill_tokens = req.prefilled + req.reused;
+    result.reused_tokens = req.reused;
+    const auto end = Clock::now();
+    result.prefill_seconds = seconds_between(req.submitted, result.tokens.empty() ? req.ended : req.first_token);
     if (!result.tokens.empty() && result.stop_reason != StopReason::stop_string) {
         // Text held back for a possible stop string or an unfinished character.
         std::string tail = stops.feed(detok.flush());
@@ -170,29 +251,26 @@ GenerateResult Session::generate(std::span<const int32_t> input, const GenerateO
         if (!tail.empty() && result.stop_reason != StopReason::callback) emit(-1, tail);
         else result.text += tail;
     }
-    if (result.tokens.size() > 1) result.decode_seconds = seconds_since(t_decode);
+    if (result.tokens.size() > 1) result.decode_seconds = seconds_between(t_decode, end);
     return result;
 }
 
 std::vector<float> Session::eval_logits(std::span<const int32_t> tokens) {
     BusyGuard guard(*this);
-    const int64_t n_vocab = model_->spec().n_vocab;
-    for (const int32_t t : tokens)
-        if (t < 0 || t >= n_vocab) fail(INLAY_ERR_INVALID_TOKEN, "token id {} is outside the vocabulary [0, {})", t, n_vocab);
-    if (static_cast<int64_t>(history_.size() + tokens.size()) > context_length_)
-        fail(INLAY_ERR_CONTEXT_FULL, "{} tokens in the conversation plus {} new exceed the context length {}",
-             history_.size(), tokens.size(), context_length_);
-    last_logits_.clear();  // stale from here on; set again only when evaluation succeeds
-    const auto cached = static_cast<size_t>(sequence_->n_cached());
-    const size_t carried = history_.size() - cached;
-    history_.insert(history_.end(), tokens.begin(), tokens.end());
-    const std::span<const int32_t> pending(history_.data() + cached, history_.size() - cached);
-    std::vector<int32_t> rows(tokens.size());
-    for (size_t i = 0; i < rows.size(); ++i) rows[i] = static_cast<int32_t>(carried + i);
-    std::vector<float> logits(tokens.size() * static_cast<size_t>(n_vocab));
-    model_->executor().eval(*sequence_, pending, rows, logits.data(), [this] { return should_stop(); });
-    if (!tokens.empty()) last_logits_.assign(logits.end() - n_vocab, logits.end());
-    return logits;
+    check_input(model(), tokens, history().size(), context_length_);
+    auto request = std::make_shared<Request>();
+    request->kind = Request::Kind::logits;
+    request->input.assign(tokens.begin(), tokens.end());
+    start(request);
+    FinishGuard finish{*engine_, *request};
+    request->wait();
+    finish.finish();
+    stop_tracking();
+    if (request->status == INLAY_ERR_CANCELLED || request->reason == StopReason::cancelled)
+        fail(INLAY_ERR_CANCELLED, "cancelled during prompt processing");
+    if (request->status != INLAY_OK) throw Error(request->status, request->error);
+    request->logits.resize(tokens.size() * static_cast<size_t>(model().spec().n_vocab));
+    return std::move(request->logits);
 }
 
 }  // namespace inlay

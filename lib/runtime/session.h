@@ -1,25 +1,30 @@
-// Session: one conversation with a model. It keeps the token history and the KV cache,
-// so each generate call only evaluates tokens the cache does not hold yet.
+// Session: one conversation with a model, run by the model's Engine. It keeps the token
+// history and the KV cache (blocks in the engine's pool), so each generate call only
+// evaluates tokens the cache does not hold yet; generate calls of many sessions, from
+// many threads, are batched together by the engine.
 //
 // Use a session from one thread at a time (a concurrent call throws INLAY_ERR_BUSY);
-// cancel() may be called from any thread.
+// cancel() may be called from any thread. The on_token callback runs on the thread that
+// called generate, never on the engine's scheduler thread.
 #pragma once
 
 #include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "model/model.h"
+#include "runtime/engine.h"
+#include "runtime/kv_pool_set.h"
+#include "runtime/request.h"
 #include "sampling/sampler.h"
 
 namespace inlay {
-
-enum class StopReason { none, end_of_generation, max_tokens, stop_string, callback, cancelled, context_full };
 
 struct GenerateOptions {
     SamplingParams sampling;
@@ -27,7 +32,7 @@ struct GenerateOptions {
     bool ignore_eos = false;
     std::vector<std::string> stop_strings;
     // Streaming: called for each token with the text it completes (valid UTF-8, possibly
-    // empty). Return false to stop.
+    // empty), on the calling thread. Return false to stop.
     std::function<bool(int32_t token, std::string_view piece)> on_token;
 };
 
@@ -36,18 +41,29 @@ struct GenerateResult {
     std::vector<int32_t> tokens;         // sampled, including a final end-of-generation token
     std::string text;                    // text of `tokens`, without stop strings or control tokens
     StopReason stop_reason = StopReason::none;
-    int64_t prefill_tokens = 0;          // tokens evaluated in the prompt batch (incl. carried over)
+    inlay_status status = INLAY_OK;      // INLAY_ERR_KV_FULL when the KV pool ran out (partial result)
+    std::string error;                   // message for a non-OK status
+    int64_t prefill_tokens = 0;          // tokens brought into the cache before the first sample
+    int64_t reused_tokens = 0;           // of prefill_tokens, found in the prefix cache (not computed)
     double prefill_seconds = 0.0;
     double decode_seconds = 0.0;
 };
 
 class Session {
 public:
-    // context_length 0: the model's.
+    // A session on `engine`; context_length 0: the model's.
+    Session(std::shared_ptr<Engine> engine, int64_t context_length);
+    // A session with an engine (and KV pool with the default budget) of its own.
     Session(std::shared_ptr<const Model> model, int64_t context_length);
+    ~Session();
+    Session(const Session&) = delete;
+    Session& operator=(const Session&) = delete;
 
-    [[nodiscard]] const Model& model() const { return *model_; }
-    [[nodiscard]] const std::vector<int32_t>& history() const { return history_; }
+    [[nodiscard]] const Model& model() const { return engine_->model(); }
+    [[nodiscard]] Engine& engine() const { return *engine_; }
+    [[nodiscard]] const std::shared_ptr<Engine>& engine_ptr() const { return engine_; }
+    // The conversation so far. Not to be read while a call on this session runs.
+    [[nodiscard]] const std::vector<int32_t>& history() const { return sequence_->tokens(); }
     [[nodiscard]] int64_t context_length() const { return context_length_; }
     [[nodiscard]] int64_t n_cached() const;
 
@@ -57,7 +73,8 @@ public:
 
     // Appends `input` to the conversation and generates. Throws inlay::Error on invalid
     // input (INLAY_ERR_INVALID_TOKEN, INLAY_ERR_CONTEXT_FULL if the input alone does not
-    // fit); cancellation and a full context end generation with that stop reason.
+    // fit); cancellation and a full context end generation with that stop reason; a KV
+    // pool too small for this conversation ends it with status INLAY_ERR_KV_FULL.
     GenerateResult generate(std::span<const int32_t> input, const GenerateOptions& options);
 
     // Teacher forcing: appends `tokens` and returns the logits after each of them
@@ -65,24 +82,40 @@ public:
     std::vector<float> eval_logits(std::span<const int32_t> tokens);
 
     void reset();
+    // Keeps the first n_tokens of the conversation (and their KV); n_tokens <= history size.
+    void truncate(int64_t n_tokens);
+    // A new session continuing this conversation: it shares this one's KV blocks
+    // (copy-on-write), so neither recomputes the shared part.
+    [[nodiscard]] std::unique_ptr<Session> fork();
+    // Writes the conversation and its KV to `path` (session_file.h format) / replaces
+    // this conversation with the one saved in `path` (fully validated first).
+    void save(const std::string& path);
+    void restore(const std::string& path);
+
     // Asks a running generate/eval on this session to stop; no effect when idle.
     void cancel() noexcept;
 
 private:
     class BusyGuard;
-    bool should_stop() const noexcept { return cancel_requested_.load(std::memory_order_relaxed); }
-    // Evaluates the history the cache lacks plus `input`; fills last_logits_.
-    void evaluate_pending(std::span<const int32_t> input);
+    Session(std::shared_ptr<Engine> engine, Sequence* sequence, int64_t context_length);
+    std::shared_ptr<Request> start(const std::shared_ptr<Request>& request);
+    void stop_tracking() noexcept;
 
-    std::shared_ptr<const Model> model_;
+    std::shared_ptr<Engine> engine_;
     int64_t context_length_;
-    std::unique_ptr<SequenceState> sequence_;
-    std::vector<int32_t> history_;
-    std::vector<float> last_logits_;  // logits after history_.back(), when cached
+    Sequence* sequence_ = nullptr;  // owned by the engine; closed in the destructor
     std::atomic<bool> busy_{false};
     std::atomic<bool> cancel_requested_{false};
+    std::mutex request_mutex_;      // guards current_ against cancel() from other threads
+    std::shared_ptr<Request> current_;
 };
 
 const char* stop_reason_name(StopReason reason);
+
+// The engine a Session(model, ...) makes for itself: a private pool with
+// default_kv_pool_options(model) and default EngineOptions.
+std::shared_ptr<Engine> make_default_engine(std::shared_ptr<const Model> model);
+// Room for 4 sequences of the model's context length (at least 64 blocks), 16-token f16 blocks.
+KvPoolOptions default_kv_pool_options(const Model& model);
 
 }  // namespace inlay

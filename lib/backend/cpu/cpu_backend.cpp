@@ -2,6 +2,7 @@
 // cpu_matmul.cpp and cpu_attention.cpp.
 #include "backend/cpu/cpu_backend.h"
 
+#include <cstdlib>
 #include <cstring>
 #include <new>
 
@@ -79,11 +80,13 @@ void CpuBackend::KvStorage::resize(int64_t n_blocks) {
     blocks_.reserve(n);
     while (blocks_.size() < n) {
         // Zero-filled so that a slot read before it is written is 0, not garbage.
-        std::unique_ptr<std::byte[]> block(new (std::nothrow) std::byte[block_bytes_]());
+        std::unique_ptr<std::byte[], FreeBlock> block(static_cast<std::byte*>(std::calloc(1, block_bytes_)));
         if (!block) fail(INLAY_ERR_KV_FULL, "out of memory for KV block ({} bytes)", block_bytes_);
         blocks_.push_back(std::move(block));
     }
 }
+
+void CpuBackend::KvStorage::FreeBlock::operator()(std::byte* p) const noexcept { std::free(p); }
 
 std::byte* CpuBackend::KvStorage::slab(int64_t block, int64_t layer, int kv, int64_t head) const {
     const size_t index = (static_cast<size_t>(layer) * 2 + static_cast<size_t>(kv)) *

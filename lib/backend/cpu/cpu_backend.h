@@ -37,8 +37,11 @@ public:
     };
 
     // Paged K/V: each block is one allocation holding every layer's K and V for
-    // block_size token slots, laid out [layer][k|v][kv_head][slot][head_dim], so blocks
-    // can be added one at a time and a head's keys are contiguous within a block.
+    // block_size token slots, laid out [layer][k|v][kv_head][slot][head_dim] (the
+    // canonical layout of concepts.h), so blocks can be added one at a time and a head's
+    // keys are contiguous within a block. Blocks come from calloc: large ones are fresh
+    // zero pages that take no resident memory until first written, so a preallocated
+    // pool costs only what is used.
     class KvStorage {
     public:
         KvStorage() = default;
@@ -55,7 +58,10 @@ public:
         size_t elem_bytes_ = 0;
         size_t slab_bytes_ = 0;   // one head of K (or V) of one layer in one block
         size_t block_bytes_ = 0;
-        std::vector<std::unique_ptr<std::byte[]>> blocks_;
+        struct FreeBlock {
+            void operator()(std::byte* p) const noexcept;
+        };
+        std::vector<std::unique_ptr<std::byte[], FreeBlock>> blocks_;
     };
 
     // n_threads <= 0: all cores.
@@ -70,6 +76,12 @@ public:
     KvStorage alloc_kv(const KvGeometry& geometry, int64_t n_blocks);
     void resize_kv(KvStorage& kv, int64_t n_blocks);
     void read(const Buffer& src, int64_t offset, int64_t count, float* host_dst);
+
+    // Whole KV blocks (cpu_kv_blocks.cpp). Thread-safe for distinct blocks; no pool use.
+    [[nodiscard]] size_t kv_block_bytes(const KvStorage& kv) const { return kv.block_bytes(); }
+    void kv_copy_block(KvStorage& kv, int64_t src, int64_t dst);
+    void kv_read_block(const KvStorage& kv, int64_t block, std::span<std::byte> out);
+    void kv_write_block(KvStorage& kv, int64_t block, std::span<const std::byte> in);
 
     void embed(const Weight& table, std::span<const int32_t> ids, Buffer& out);
     void rms_norm(const Buffer& x, const Weight& weight, float eps, int64_t n_rows, int64_t dim, Buffer& out);

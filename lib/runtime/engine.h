@@ -1,0 +1,180 @@
+// Engine: continuous batching for one loaded model over a paged KV block pool.
+//
+// A scheduler thread runs steps. Each step is ONE forward pass over a ragged batch made
+// of the next token of every running sequence that is decoding plus prefill chunks of
+// those still evaluating their input, within a per-step token budget (chunked prefill:
+// a long prompt never stalls the others). After the pass, each sequence whose input is
+// done samples its next token with its own Sampler and hands it to its caller's queue.
+// Numerics do not depend on the batch: every matmul row and every attention row reads
+// only its own token and its own sequence's blocks, so a sequence's tokens are the same
+// alone or among many (tests check this bit for bit).
+//
+// KV memory (KvBlockPool): fixed-size blocks, reference-counted; full blocks enter a
+// prefix cache keyed by the token content up to their end, so a new prompt that starts
+// like an earlier one reuses those blocks instead of computing them; forks share blocks
+// and copy a shared block before writing into it (copy-on-write).
+//
+// When blocks run out the engine, in order: evicts unreferenced cached blocks (the pool
+// does), releases the KV of idle sequences (least recently used first; they recompute
+// or re-find it in the prefix cache on their next turn), asks the other engines of a
+// shared pool to do the same, then preempts running sequences, youngest first (their
+// blocks are released; they wait and later recompute their tokens, which gives the same
+// KV). A sequence that cannot get a block while it is the only one running fails with
+// INLAY_ERR_KV_FULL. Blocks held by other engines' running sequences are never taken.
+//
+// Thread-safety: every public method may be called from any thread. Methods on an idle
+// sequence (fork, reset, truncate, snapshot, restore) require that no request of that
+// sequence is running (the Session enforces it).
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "model/model.h"
+#include "runtime/kv_block_pool.h"
+#include "runtime/request.h"
+#include "runtime/sequence.h"
+
+namespace inlay {
+
+struct EngineOptions {
+    int64_t step_tokens = 512;    // tokens per forward pass (decode tokens + prefill chunks)
+    int64_t max_running = 64;     // sequences in one step at most
+    int64_t max_logit_rows = 128; // logit rows per step (decode rows + logits requests)
+};
+
+// Counters since the engine started, and the state now.
+struct EngineMetrics {
+    KvBlockPool::Stats blocks;        // the whole pool (all engines sharing it)
+    int64_t blocks_held = 0;          // referenced by this engine's sequences
+    int64_t block_cap = 0;            // this engine's cap in the pool (0: none)
+    int64_t block_size = 0;
+    int64_t sequences = 0;            // open sequences (sessions)
+    int64_t running = 0;
+    int64_t waiting = 0;
+    int64_t preemptions = 0;          // sequences preempted so far
+    int64_t kv_full_failures = 0;
+    int64_t tokens_prefilled = 0;     // prompt tokens computed (recomputation included)
+    int64_t tokens_generated = 0;     // tokens sampled
+    int64_t prefix_tokens_reused = 0; // prompt tokens found in the prefix cache
+    int64_t steps = 0;
+    double step_seconds_total = 0.0;  // forward passes, sampling included
+    double step_seconds_max = 0.0;
+    double step_seconds_last = 0.0;
+    double busy_seconds = 0.0;        // wall time with at least one request running
+};
+
+// Bytes and tokens of a sequence image (save/restore): tokens, n_cached and the KV of
+// blocks_for(n_cached) blocks in the canonical layout, slots past n_cached zeroed.
+struct SequenceImage {
+    std::vector<int32_t> tokens;
+    int64_t n_cached = 0;
+    int64_t block_size = 0;
+    size_t block_bytes = 0;
+    std::vector<std::byte> kv;
+};
+
+class Engine {
+public:
+    // Starts the scheduler thread. The pool's geometry must be the model's KV geometry
+    // (same device). The engine registers itself as an owner of the pool.
+    Engine(std::shared_ptr<const Model> model, std::shared_ptr<KvBlockPool> pool, const EngineOptions& options);
+    // Stops the scheduler. All sequences must have been closed.
+    ~Engine();
+    Engine(const Engine&) = delete;
+    Engine& operator=(const Engine&) = delete;
+
+    [[nodiscard]] const Model& model() const { return *model_; }
+    [[nodiscard]] const std::shared_ptr<const Model>& model_ptr() const { return model_; }
+    [[nodiscard]] KvBlockPool& pool() const { return *pool_; }
+    [[nodiscard]] const EngineOptions& options() const { return options_; }
+
+    // Sequences. open: empty, with the given token limit. close: releases its blocks
+    // (it must be idle). fork: a new idle sequence sharing all of `source`'s tokens and
+    // blocks (source idle).
+    Sequence* open(int64_t context_length);
+    void close(Sequence* seq);
+    Sequence* fork(Sequence& source);
+    // Idle sequences: forget everything / keep the first n tokens.
+    void reset(Sequence& seq);
+    void truncate(Sequence& seq, int64_t n_tokens);
+    [[nodiscard]] int64_t n_cached(const Sequence& seq) const;
+    // The sequence's tokens and KV (idle). Blocks are pinned while being read.
+    [[nodiscard]] SequenceImage snapshot(Sequence& seq);
+    // Replaces an idle sequence's tokens and KV with an image of the same geometry
+    // (INLAY_ERR_KV_FULL if its blocks cannot be had without preempting running ones).
+    void restore(Sequence& seq, const SequenceImage& image);
+
+    // Requests. submit: queues it for `seq` (idle; becomes active). cancel: any thread.
+    // finish: waits until the scheduler is done with it, then keeps only the first
+    // `keep` generated tokens in the sequence (keep < 0: all). Caller thread.
+    void submit(Sequence& seq, const std::shared_ptr<Request>& request);
+    void cancel(Request& request);
+    void finish(Request& request, int64_t keep);
+
+    // Caps the blocks this engine may hold in its pool (0: none); lowering it makes the
+    // engine release idle KV and preempt until it fits.
+    void set_block_cap(int64_t max_blocks);
+    [[nodiscard]] EngineMetrics metrics() const;
+
+private:
+    struct Entry;  // one sequence's part of a step
+    struct Pressure;
+
+    void scheduler_loop();
+    bool has_work_locked() const;
+    void reap_cancelled_locked();
+    void admit_locked();
+    void plan_locked(std::vector<Entry>& plan, std::unique_lock<std::mutex>& lock);
+    bool reserve_locked(Request& req, int64_t n, std::vector<Entry>& plan, std::unique_lock<std::mutex>& lock);
+    void run_step(std::vector<Entry>& plan);
+    void apply_locked(std::vector<Entry>& plan);
+    void end_locked(Request& req, StopReason reason, inlay_status status, std::string error);
+    void preempt_locked(Request& req);
+    // Releases the blocks of idle sequences, least recently used first, until `want`
+    // blocks are available to this engine (want < 0: all of them). Returns blocks freed.
+    int64_t release_idle_locked(int64_t want);
+    void release_from(Sequence& seq, int64_t n_tokens);
+    void register_full_blocks(Sequence& seq, int64_t from_tokens);
+    void enforce_cap_locked();
+    void on_pressure();
+    void notify_scheduler();
+    [[nodiscard]] bool paused(const Request& req) const;
+    [[nodiscard]] Request* youngest_running_after(const Request& req) const;
+
+    std::shared_ptr<const Model> model_;
+    std::shared_ptr<KvBlockPool> pool_;
+    EngineOptions options_;
+    int32_t owner_ = -1;
+    int64_t block_size_ = 0;
+    std::unique_ptr<StepWorkspace> workspace_;  // scheduler thread only
+    std::vector<float> step_logits_;            // scheduler thread only
+    inlay_status step_status_ = INLAY_OK;       // outcome of the last forward pass (scheduler thread)
+    std::string step_error_;
+    double step_seconds_ = 0.0;
+    std::shared_ptr<Pressure> pressure_;
+
+    mutable std::mutex mutex_;
+    std::condition_variable wake_;
+    bool stop_ = false;
+    uint64_t events_ = 0;  // bumped by every outside event that may let a step run
+    std::atomic<bool> cap_changed_{false};
+    std::vector<std::unique_ptr<Sequence>> sequences_;
+    std::deque<std::shared_ptr<Request>> waiting_;   // by arrival (preempted ones go back in order)
+    std::vector<std::shared_ptr<Request>> running_;  // by arrival
+    uint64_t next_arrival_ = 0;
+    uint64_t next_sequence_id_ = 0;
+    uint64_t clock_ = 0;
+    EngineMetrics counters_;
+    std::chrono::steady_clock::time_point busy_since_{};
+    std::thread scheduler_;
+};
+
+}  // namespace inlay

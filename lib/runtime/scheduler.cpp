@@ -1,0 +1,427 @@
+// Engine's scheduler thread: admission, step planning (decode tokens first, then
+// prefill chunks, within the token and logit-row budgets), KV block reservation with
+// copy-on-write, eviction and preemption, the forward pass, and sampling.
+#include <algorithm>
+#include <chrono>
+
+#include "core/error.h"
+#include "runtime/engine.h"
+
+namespace inlay {
+
+struct Engine::Entry {
+    std::shared_ptr<Request> req;
+    int64_t start = 0;      // n_cached before the step
+    int64_t n = 0;          // tokens in this step
+    int64_t row = -1;       // first logit row in step_logits_ (-1: none)
+    int64_t n_rows = 0;
+    int64_t first_logit_pos = 0;  // Kind::logits: position of the first row's token
+};
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Kind::logits returns rows for the input tokens only: positions [prompt_end - input, prompt_end).
+int64_t first_logit_position(const Request& req, int64_t prompt_end) {
+    return prompt_end - static_cast<int64_t>(req.input.size());
+}
+
+}  // namespace
+
+bool Engine::paused(const Request& req) const {
+    return req.kind == Request::Kind::generate && !req.generated.empty() &&
+           req.produced_.load(std::memory_order_acquire) - req.taken() >= req.lookahead;
+}
+
+Request* Engine::youngest_running_after(const Request& req) const {
+    for (auto it = running_.rbegin(); it != running_.rend(); ++it)
+        if ((*it)->arrival_ > req.arrival_) return it->get();
+    return nullptr;
+}
+
+void Engine::scheduler_loop() {
+    std::vector<Entry> plan;
+    std::unique_lock lock(mutex_);
+    while (!stop_) {
+        const uint64_t seen = events_;
+        if (cap_changed_.exchange(false, std::memory_order_acq_rel)) enforce_cap_locked();
+        reap_cancelled_locked();
+        admit_locked();
+        plan.clear();
+        plan_locked(plan, lock);
+        if (plan.empty()) {
+            // Nothing can run: wait for a submit, a cancel, a caller catching up, a cap
+            // change or a release (the timeout only bounds a missed wake-up).
+            wake_.wait_for(lock, std::chrono::milliseconds(200), [&] { return stop_ || events_ != seen; });
+            continue;
+        }
+        lock.unlock();
+        run_step(plan);
+        lock.lock();
+        apply_locked(plan);
+    }
+}
+
+void Engine::reap_cancelled_locked() {
+    std::vector<std::shared_ptr<Request>> cancelled;
+    for (const auto& r : waiting_)
+        if (r->cancel_requested()) cancelled.push_back(r);
+    for (const auto& r : running_)
+        if (r->cancel_requested()) cancelled.push_back(r);
+    for (const auto& r : cancelled) end_locked(*r, StopReason::cancelled, INLAY_ERR_CANCELLED, "cancelled");
+}
+
+void Engine::admit_locked() {
+    const int64_t bs = block_size_;
+    while (!waiting_.empty() && static_cast<int64_t>(running_.size()) < options_.max_running) {
+        std::shared_ptr<Request> req = waiting_.front();
+        Sequence& seq = *req->seq_;
+        if (!req->admitted_) {
+            seq.tokens_.insert(seq.tokens_.end(), req->input.begin(), req->input.end());
+            req->prompt_end_ = static_cast<int64_t>(seq.tokens_.size());
+            req->admitted_ = true;
+        }
+        const auto n_tokens = static_cast<int64_t>(seq.tokens_.size());
+        const bool wants_logits = req->kind == Request::Kind::generate ? req->max_tokens > 0 : !req->input.empty();
+        if (seq.n_cached_ >= n_tokens) {
+            if (!wants_logits || n_tokens == 0) {
+                end_locked(*req, StopReason::none, INLAY_OK, "");
+                continue;
+            }
+            // Everything is cached but the logits are needed: recompute the last token.
+            release_from(seq, n_tokens - 1);
+        }
+        // Automatic prefix reuse: full blocks of the pending tokens (never the last token,
+        // whose logits are needed) that the prefix cache holds.
+        if (seq.n_cached_ % bs == 0 && static_cast<int64_t>(seq.blocks_.size()) == seq.n_cached_ / bs) {
+            while (seq.n_cached_ + bs <= n_tokens - 1) {
+                const BlockId parent = seq.blocks_.empty() ? -1 : seq.blocks_.back();
+                const auto hit = pool_->lookup(
+                    owner_, parent, std::span<const int32_t>(seq.tokens_.data() + seq.n_cached_, static_cast<size_t>(bs)));
+                if (!hit) break;
+                seq.blocks_.push_back(*hit);
+                seq.n_cached_ += bs;
+                req->reused += bs;
+                counters_.prefix_tokens_reused += bs;
+            }
+        }
+        // Blocks for the first chunk, with one block of headroom per running sequence so
+        // that admitting does not immediately force a preemption.
+        const int64_t chunk = std::min(n_tokens - seq.n_cached_, options_.step_tokens);
+        const int64_t need = Sequence::blocks_for(seq.n_cached_ + chunk, bs) -
+                             static_cast<int64_t>(seq.blocks_.size()) + (seq.n_cached_ % bs != 0 ? 1 : 0);
+        const int64_t want = need + static_cast<int64_t>(running_.size());
+        if (pool_->available(owner_) < want) release_idle_locked(want);
+        if (pool_->available(owner_) < want && !running_.empty()) break;  // wait for memory
+        // Alone (or with room): admit; reserve() fails it with KV_FULL if nothing fits.
+        waiting_.pop_front();
+        const auto pos = std::upper_bound(running_.begin(), running_.end(), req,
+                                          [](const auto& a, const auto& b) { return a->arrival_ < b->arrival_; });
+        running_.insert(pos, req);
+    }
+}
+
+void Engine::plan_locked(std::vector<Entry>& plan, std::unique_lock<std::mutex>& lock) {
+    int64_t budget = options_.step_tokens;
+    int64_t rows = options_.max_logit_rows;
+    // Decode tokens first (one each, lowest latency), then prefill chunks, oldest first.
+    std::vector<std::shared_ptr<Request>> order;
+    for (const auto& r : running_)
+        if (static_cast<int64_t>(r->seq_->tokens_.size()) - r->seq_->n_cached_ == 1) order.push_back(r);
+    for (const auto& r : running_)
+        if (static_cast<int64_t>(r->seq_->tokens_.size()) - r->seq_->n_cached_ != 1) order.push_back(r);
+
+    for (const auto& req : order) {
+        if (budget <= 0) break;
+        // A preemption during this loop may have sent it back to waiting, or ended it.
+        if (std::find(running_.begin(), running_.end(), req) == running_.end()) continue;
+        if (paused(*req)) continue;
+        const Sequence& seq = *req->seq_;
+        const auto n_tokens = static_cast<int64_t>(seq.tokens_.size());
+        int64_t n = std::min(n_tokens - seq.n_cached_, budget);
+        if (n <= 0) continue;
+        Entry e;
+        e.req = req;
+        e.start = seq.n_cached_;
+        if (req->kind == Request::Kind::logits) {
+            e.first_logit_pos = first_logit_position(*req, req->prompt_end_);
+            const int64_t first = std::max(e.start, e.first_logit_pos);
+            // Rows for input tokens in this chunk; shorten the chunk to the rows left.
+            if (e.start + n > first) {
+                if (rows <= 0) continue;
+                n = std::min(n, first - e.start + rows);
+                e.n_rows = e.start + n - first;
+            }
+        } else if (e.start + n == n_tokens && req->max_tokens > 0) {
+            if (rows <= 0) continue;
+            e.n_rows = 1;
+        }
+        e.n = n;
+        if (!reserve_locked(*req, n, plan, lock)) continue;
+        plan.push_back(std::move(e));
+        // Recount: a preemption may have removed earlier entries.
+        budget = options_.step_tokens;
+        rows = options_.max_logit_rows;
+        for (const Entry& p : plan) {
+            budget -= p.n;
+            rows -= p.n_rows;
+        }
+    }
+}
+
+bool Engine::reserve_locked(Request& req, int64_t n, std::vector<Entry>& plan, std::unique_lock<std::mutex>& lock) {
+    Sequence& seq = *req.seq_;
+    const int64_t bs = block_size_;
+    bool signalled = false;
+    const Executor& ex = model_->executor();
+    for (;;) {
+        const bool cow = seq.n_cached_ % bs != 0 && !pool_->writable(seq.blocks_.back());
+        const int64_t grow = Sequence::blocks_for(seq.n_cached_ + n, bs) - static_cast<int64_t>(seq.blocks_.size());
+        const int64_t need = grow + (cow ? 1 : 0);
+        if (need <= 0) return true;
+        std::vector<BlockId> fresh;
+        if (pool_->allocate_n(owner_, need, fresh)) {
+            if (cow) {
+                // Copy-on-write: the partly filled last block is shared (a fork) or cached.
+                const BlockId old = seq.blocks_.back();
+                ex.copy_block(pool_->store(), old, fresh.back());
+                seq.blocks_.back() = fresh.back();
+                fresh.pop_back();
+                pool_->release(old);
+            }
+            seq.blocks_.insert(seq.blocks_.end(), fresh.begin(), fresh.end());
+            return true;
+        }
+        if (release_idle_locked(need) > 0) continue;
+        if (!signalled && pool_->held_by_others(owner_) > 0) {
+            // Other engines of a shared pool may hold idle KV: ask them (without our lock,
+            // so two engines asking each other cannot deadlock).
+            signalled = true;
+            lock.unlock();
+            pool_->signal_pressure(owner_);
+            lock.lock();
+            continue;
+        }
+        if (Request* victim = youngest_running_after(req)) {
+            plan.erase(std::remove_if(plan.begin(), plan.end(), [&](const Entry& e) { return e.req.get() == victim; }),
+                       plan.end());
+            preempt_locked(*victim);
+            continue;
+        }
+        if (running_.size() > 1) {  // the youngest waits for older ones to finish
+            preempt_locked(req);
+            return false;
+        }
+        ++counters_.kv_full_failures;
+        end_locked(req, StopReason::none, INLAY_ERR_KV_FULL,
+                   fmt::format("the KV cache is full: this sequence needs {} more block(s) of {} tokens for {} "
+                               "tokens, and no other sequence of this model can give way ({} blocks in the pool, "
+                               "{} held here, cap {})",
+                               need, bs, seq.n_cached_ + n, pool_->n_blocks(), pool_->held(owner_),
+                               pool_->cap(owner_)));
+        return false;
+    }
+}
+
+void Engine::preempt_locked(Request& req) {
+    Sequence& seq = *req.seq_;
+    pool_->release_all(seq.blocks_);
+    seq.n_cached_ = 0;
+    const auto it = std::find_if(running_.begin(), running_.end(), [&](const auto& r) { return r.get() == &req; });
+    if (it == running_.end()) return;
+    std::shared_ptr<Request> keep = *it;
+    running_.erase(it);
+    const auto pos = std::upper_bound(waiting_.begin(), waiting_.end(), keep,
+                                      [](const auto& a, const auto& b) { return a->arrival_ < b->arrival_; });
+    waiting_.insert(pos, keep);
+    ++req.preemptions;
+    ++counters_.preemptions;
+}
+
+int64_t Engine::release_idle_locked(int64_t want) {
+    int64_t released = 0;
+    auto enough = [&] { return want >= 0 && pool_->available(owner_) >= want; };
+    if (enough()) return 0;
+    // Idle sequences, least recently used first.
+    std::vector<Sequence*> idle;
+    for (const auto& s : sequences_)
+        if (!s->active_ && !s->blocks_.empty()) idle.push_back(s.get());
+    std::sort(idle.begin(), idle.end(), [](const Sequence* a, const Sequence* b) { return a->last_used_ < b->last_used_; });
+    for (Sequence* s : idle) {
+        released += static_cast<int64_t>(s->blocks_.size());
+        release_from(*s, 0);
+        if (enough()) return released;
+    }
+    // Then queued requests' old KV, youngest first (they hold it but are not running).
+    for (auto it = waiting_.rbegin(); it != waiting_.rend(); ++it) {
+        Sequence& s = *(*it)->seq_;
+        if (s.blocks_.empty()) continue;
+        released += static_cast<int64_t>(s.blocks_.size());
+        release_from(s, 0);
+        if (enough()) return released;
+    }
+    return released;
+}
+
+void Engine::enforce_cap_locked() {
+    const int64_t cap = pool_->cap(owner_);
+    if (cap == 0) return;
+    auto over = [&] { return pool_->held(owner_) > cap; };
+    std::vector<Sequence*> idle;
+    for (const auto& s : sequences_)
+        if (!s->active_ && !s->blocks_.empty()) idle.push_back(s.get());
+    std::sort(idle.begin(), idle.end(), [](const Sequence* a, const Sequence* b) { return a->last_used_ < b->last_used_; });
+    for (Sequence* s : idle) {
+        if (!over()) return;
+        release_from(*s, 0);
+    }
+    for (auto it = waiting_.rbegin(); it != waiting_.rend() && over(); ++it) release_from(*(*it)->seq_, 0);
+    while (over() && running_.size() > 1) preempt_locked(*running_.back());
+}
+
+void Engine::register_full_blocks(Sequence& seq, int64_t from_tokens) {
+    const int64_t bs = block_size_;
+    for (int64_t i = from_tokens / bs; i < seq.n_cached_ / bs; ++i) {
+        const BlockId block = seq.blocks_[static_cast<size_t>(i)];
+        if (pool_->is_cached(block)) continue;
+        const BlockId parent = i > 0 ? seq.blocks_[static_cast<size_t>(i - 1)] : -1;
+        if (!pool_->register_full(owner_, parent, block,
+                                  std::span<const int32_t>(seq.tokens_.data() + i * bs, static_cast<size_t>(bs))))
+            return;  // the chain is broken (a duplicate or an uncached parent): later blocks cannot key
+    }
+}
+
+void Engine::run_step(std::vector<Entry>& plan) {
+    // Built without the lock: the planned sequences belong to this thread until apply.
+    std::vector<int32_t> tokens, positions, seq_of_token, rows;
+    std::vector<BatchSequence> sequences;
+    sequences.reserve(plan.size());
+    for (size_t i = 0; i < plan.size(); ++i) {
+        Entry& e = plan[i];
+        const Sequence& seq = *e.req->seq_;
+        const auto offset = static_cast<int64_t>(tokens.size());
+        for (int64_t p = e.start; p < e.start + e.n; ++p) {
+            tokens.push_back(seq.tokens_[static_cast<size_t>(p)]);
+            positions.push_back(static_cast<int32_t>(p));
+            seq_of_token.push_back(static_cast<int32_t>(i));
+        }
+        sequences.push_back(BatchSequence{seq.blocks_, e.start + e.n});
+        if (e.n_rows > 0) {
+            e.row = static_cast<int64_t>(rows.size());
+            for (int64_t p = e.start + e.n - e.n_rows; p < e.start + e.n; ++p)
+                rows.push_back(static_cast<int32_t>(offset + p - e.start));
+        }
+    }
+    const auto t0 = Clock::now();
+    step_status_ = INLAY_OK;
+    step_error_.clear();
+    try {
+        const BatchLayout layout{positions, seq_of_token, sequences};
+        model_->executor().step(pool_->store(), *workspace_, tokens, layout, rows, step_logits_.data());
+    } catch (const Error& e) {
+        step_status_ = e.status();
+        step_error_ = e.what();
+    } catch (const std::bad_alloc&) {
+        step_status_ = INLAY_ERR_OUT_OF_MEMORY;
+        step_error_ = "out of memory during a forward pass";
+    } catch (const std::exception& e) {
+        step_status_ = INLAY_ERR_INTERNAL;
+        step_error_ = e.what();
+    }
+    step_seconds_ = std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+void Engine::apply_locked(std::vector<Entry>& plan) {
+    const auto t0 = Clock::now();
+    const int64_t n_vocab = model_->spec().n_vocab;
+    const Tokenizer& tok = model_->tokenizer();
+    for (Entry& e : plan) {
+        Request& req = *e.req;
+        Sequence& seq = *req.seq_;
+        if (step_status_ != INLAY_OK) {
+            release_from(seq, seq.n_cached_);
+            end_locked(req, StopReason::none, step_status_, step_error_);
+            continue;
+        }
+        seq.n_cached_ = e.start + e.n;
+        register_full_blocks(seq, e.start);
+        const bool decode = e.n == 1 && e.start >= req.prompt_end_;
+        if (!decode) counters_.tokens_prefilled += e.n;
+        if (req.generated.empty()) req.prefilled += e.n;
+        const auto n_tokens = static_cast<int64_t>(seq.tokens_.size());
+
+        if (req.kind == Request::Kind::logits) {
+            if (e.n_rows > 0) {
+                const int64_t first = e.start + e.n - e.n_rows;
+                req.logits.resize(req.input.size() * static_cast<size_t>(n_vocab));
+                std::copy_n(step_logits_.data() + e.row * n_vocab, e.n_rows * n_vocab,
+                            req.logits.data() + (first - e.first_logit_pos) * n_vocab);
+            }
+            if (seq.n_cached_ == n_tokens) end_locked(req, StopReason::none, INLAY_OK, "");
+            continue;
+        }
+        if (seq.n_cached_ < n_tokens) continue;  // more prompt to go
+        if (req.max_tokens == 0 || e.n_rows == 0) {
+            end_locked(req, StopReason::none, INLAY_OK, "");
+            continue;
+        }
+        int32_t token = -1;
+        try {
+            token = req.sampler_->sample(std::span<const float>(step_logits_.data() + e.row * n_vocab,
+                                                                static_cast<size_t>(n_vocab)),
+                                         seq.tokens_);
+        } catch (const Error& err) {
+            end_locked(req, StopReason::none, err.status(), err.what());
+            continue;
+        }
+        if (req.generated.empty()) req.first_token = Clock::now();
+        seq.tokens_.push_back(token);
+        req.generated.push_back(token);
+        ++counters_.tokens_generated;
+        {
+            std::lock_guard qlock(req.mutex_);
+            req.queue_.push_back(token);
+        }
+        req.produced_.fetch_add(1, std::memory_order_acq_rel);
+        req.cv_.notify_all();
+        if (!req.ignore_eos && tok.is_eog(token)) end_locked(req, StopReason::end_of_generation, INLAY_OK, "");
+        else if (static_cast<int64_t>(req.generated.size()) >= req.max_tokens) end_locked(req, StopReason::max_tokens, INLAY_OK, "");
+        else if (static_cast<int64_t>(seq.tokens_.size()) >= seq.context_length_) end_locked(req, StopReason::context_full, INLAY_OK, "");
+    }
+    const double seconds = step_seconds_ + std::chrono::duration<double>(Clock::now() - t0).count();
+    ++counters_.steps;
+    counters_.step_seconds_total += seconds;
+    counters_.step_seconds_last = seconds;
+    counters_.step_seconds_max = std::max(counters_.step_seconds_max, seconds);
+}
+
+void Engine::end_locked(Request& req, StopReason reason, inlay_status status, std::string error) {
+    req.reason = reason;
+    req.status = status;
+    req.error = std::move(error);
+    req.ended = Clock::now();
+    std::shared_ptr<Request> keep;
+    auto drop = [&](auto& container) {
+        const auto it = std::find_if(container.begin(), container.end(), [&](const auto& r) { return r.get() == &req; });
+        if (it != container.end()) {
+            keep = *it;
+            container.erase(it);
+        }
+    };
+    drop(running_);
+    drop(waiting_);
+    Sequence& seq = *req.seq_;
+    release_from(seq, seq.n_cached_);  // drop blocks reserved beyond what was computed
+    seq.active_ = false;
+    seq.last_used_ = ++clock_;
+    if (running_.empty() && waiting_.empty())
+        counters_.busy_seconds += std::chrono::duration<double>(Clock::now() - busy_since_).count();
+    {
+        std::lock_guard qlock(req.mutex_);
+        req.ended_ = true;
+    }
+    req.cv_.notify_all();
+}
+
+}  // namespace inlay

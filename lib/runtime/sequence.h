@@ -1,0 +1,45 @@
+// Sequence: one conversation's tokens and KV block table inside an Engine.
+//
+// A sequence is either idle (no request: its state is guarded by the engine's mutex,
+// and the engine may release its KV blocks under memory pressure, keeping the tokens)
+// or active (a request runs: its state belongs to the scheduler thread alone). Its
+// owner (a Session) reads tokens() only while it is idle; the engine never changes the
+// tokens of an idle sequence.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "runtime/kv_block_pool.h"
+
+namespace inlay {
+
+class Engine;
+
+class Sequence {
+public:
+    Sequence(const Sequence&) = delete;
+    Sequence& operator=(const Sequence&) = delete;
+
+    // The conversation so far (prompt and sampled tokens). Read only while idle.
+    [[nodiscard]] const std::vector<int32_t>& tokens() const { return tokens_; }
+    [[nodiscard]] int64_t context_length() const { return context_length_; }
+    [[nodiscard]] uint64_t id() const { return id_; }
+
+private:
+    friend class Engine;
+    Sequence(uint64_t id, int64_t context_length) : id_(id), context_length_(context_length) {}
+
+    // Blocks that hold positions [0, n).
+    [[nodiscard]] static int64_t blocks_for(int64_t n, int64_t block_size) { return (n + block_size - 1) / block_size; }
+
+    uint64_t id_;
+    int64_t context_length_;
+    std::vector<int32_t> tokens_;
+    std::vector<BlockId> blocks_;  // at rest: exactly blocks_for(n_cached_) entries
+    int64_t n_cached_ = 0;         // tokens whose K/V are in blocks_
+    bool active_ = false;          // a request owns it (scheduler thread only)
+    uint64_t last_used_ = 0;       // engine clock at the end of its last request (LRU release)
+};
+
+}  // namespace inlay

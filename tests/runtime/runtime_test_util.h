@@ -1,0 +1,85 @@
+// Shared helpers of the runtime tests: models (tiny fixtures written to scratch files, or
+// testdata files), engines with small pools, and an engine-independent greedy reference
+// that runs the model through Executor::eval (a private KV cache, one sequence).
+#pragma once
+
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "model/model.h"
+#include "runtime/engine.h"
+#include "runtime/kv_pool_set.h"
+#include "runtime/session.h"
+#include "sampling/argmax.h"
+#include "support/gguf_fixtures.h"
+#include "support/test_paths.h"
+
+namespace inlay::test {
+
+inline std::shared_ptr<const Model> load_model_file(const std::filesystem::path& path, int n_threads = 2,
+                                                    int64_t context = 0) {
+    ModelOptions o;
+    o.n_threads = n_threads;
+    o.context_length = context;
+    return std::shared_ptr<const Model>(Model::load(path.string(), o));
+}
+
+// A tiny random Llama written to a scratch file and loaded.
+inline std::shared_ptr<const Model> tiny_model(const TinyLlamaOptions& options, const std::string& name,
+                                               int n_threads = 2) {
+    const auto dir = scratch_dir("runtime-models-" + name);
+    const auto path = dir / (name + ".gguf");
+    const auto bytes = make_tiny_llama_gguf(options);
+    std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(bytes.data()),
+                                                static_cast<std::streamsize>(bytes.size()));
+    return load_model_file(path, n_threads);
+}
+
+inline std::shared_ptr<Engine> small_engine(const std::shared_ptr<const Model>& model, int64_t blocks,
+                                            int64_t step_tokens = 512, int64_t block_size = 16) {
+    KvPoolOptions po;
+    po.budget_blocks = blocks;
+    po.block_size = block_size;
+    EngineOptions eo;
+    eo.step_tokens = step_tokens;
+    return std::make_shared<Engine>(model, make_kv_pool(model->executor(), po), eo);
+}
+
+// Greedy continuation of `prompt` computed without the engine: Executor::eval on a
+// private sequence, argmax of each row. Stops after n tokens (EOG ignored).
+inline std::vector<int32_t> reference_greedy(const Model& model, const std::vector<int32_t>& prompt, int n) {
+    const Executor& ex = model.executor();
+    auto seq = ex.new_sequence(static_cast<int64_t>(prompt.size()) + n + 1);
+    std::vector<float> logits(static_cast<size_t>(model.spec().n_vocab));
+    const int32_t last = static_cast<int32_t>(prompt.size() - 1);
+    ex.eval(*seq, prompt, std::span<const int32_t>(&last, 1), logits.data(), {});
+    std::vector<int32_t> out;
+    for (int i = 0; i < n; ++i) {
+        const int32_t t = argmax(logits);
+        out.push_back(t);
+        if (i + 1 == n) break;
+        const int32_t row = 0;
+        ex.eval(*seq, std::span<const int32_t>(&t, 1), std::span<const int32_t>(&row, 1), logits.data(), {});
+    }
+    return out;
+}
+
+inline GenerateOptions greedy(int32_t max_tokens) {
+    GenerateOptions o;
+    o.sampling.temperature = 0.0f;
+    o.max_tokens = max_tokens;
+    o.ignore_eos = true;
+    return o;
+}
+
+// Prompt i of a family of distinct prompts (valid ids of any vocabulary >= 259).
+inline std::vector<int32_t> prompt_of(int i, int length, int32_t n_vocab, int32_t bos = 1) {
+    std::vector<int32_t> p{bos};
+    for (int k = 1; k < length; ++k) p.push_back(static_cast<int32_t>(3 + (i * 37 + k * 11 + k * k * (i % 5)) % (n_vocab - 3)));
+    return p;
+}
+
+}  // namespace inlay::test

@@ -1,0 +1,390 @@
+// Engine and Session behaviour: concurrent sessions give exactly each session's lone
+// output (checked against Executor::eval, which runs without the engine, pool or
+// batching), incremental turns, fork and prefix reuse prefill only what is not shared
+// (through the metrics), chunked prefill, preemption, KV exhaustion, cancel, reset,
+// truncate, teacher-forced logits, and on which thread callbacks run.
+#include <catch2/catch.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <thread>
+
+#include "core/error.h"
+#include "runtime_test_util.h"
+
+using namespace inlay;
+using namespace inlay::test;
+
+namespace {
+
+struct Job {
+    std::vector<int32_t> prompt;
+    int n = 0;
+    std::vector<int32_t> tokens;
+    inlay_status status = INLAY_OK;
+    std::string error;
+};
+
+// Runs every job on its own session and thread at once; returns when all are done.
+void run_concurrently(const std::shared_ptr<Engine>& engine, std::vector<Job>& jobs) {
+    std::vector<std::unique_ptr<Session>> sessions;
+    for (size_t i = 0; i < jobs.size(); ++i) sessions.push_back(std::make_unique<Session>(engine, 0));
+    std::atomic<int> ready{0};
+    std::vector<std::thread> threads;
+    for (size_t i = 0; i < jobs.size(); ++i) {
+        threads.emplace_back([&, i] {
+            ready.fetch_add(1);
+            while (ready.load() < static_cast<int>(jobs.size())) std::this_thread::yield();
+            try {
+                const auto r = sessions[i]->generate(jobs[i].prompt, greedy(jobs[i].n));
+                jobs[i].tokens = r.tokens;
+                jobs[i].status = r.status;
+            } catch (const Error& e) {
+                jobs[i].status = e.status();
+                jobs[i].error = e.what();
+            }
+        });
+    }
+    for (auto& t : threads) t.join();
+}
+
+void check_equal_alone(const std::shared_ptr<const Model>& model, int n_sessions, int n_gen, int64_t step_tokens,
+                       int64_t blocks) {
+    const auto n_vocab = static_cast<int32_t>(model->spec().n_vocab);
+    std::vector<Job> jobs(static_cast<size_t>(n_sessions));
+    for (int i = 0; i < n_sessions; ++i) {
+        jobs[static_cast<size_t>(i)].prompt = prompt_of(i, 3 + (i * 7) % 40, n_vocab, model->tokenizer().bos() >= 0 ? model->tokenizer().bos() : 1);
+        jobs[static_cast<size_t>(i)].n = n_gen - (i % 3);
+    }
+    auto engine = small_engine(model, blocks, step_tokens);
+    run_concurrently(engine, jobs);
+    const EngineMetrics m = engine->metrics();
+    int64_t generated = 0;
+    for (size_t i = 0; i < jobs.size(); ++i) {
+        INFO("session " << i << ": " << jobs[i].error);
+        REQUIRE(jobs[i].status == INLAY_OK);
+        REQUIRE(jobs[i].tokens == reference_greedy(*model, jobs[i].prompt, jobs[i].n));
+        generated += jobs[i].n;
+    }
+    REQUIRE(m.tokens_generated == generated);
+    // Batching happened: far fewer forward passes than tokens.
+    INFO("steps " << m.steps << " for " << generated << " tokens");
+    REQUIRE(m.steps < generated / 2);
+}
+
+}  // namespace
+
+TEST_CASE("N concurrent sessions each equal the session alone (tiny models)", "[engine]") {
+    for (const DType type : {DType::F32, DType::Q8_0, DType::F16}) {
+        INFO("weights " << dtype_name(type));
+        TinyLlamaOptions o;
+        o.weight_type = type;
+        const auto model = tiny_model(o, std::string("equal-") + std::string(dtype_name(type)));
+        // 32 sessions; a step budget of 40 tokens mixes decode tokens with prefill chunks.
+        check_equal_alone(model, 32, 20, 40, 512);
+    }
+}
+
+TEST_CASE("N concurrent sessions each equal the session alone (testdata models)", "[engine]") {
+    for (const char* file : {"models/stories260K.gguf", "llamacpp-refs/qwen3-r256-q8_0.gguf",
+                             "llamacpp-refs/llama-r256-q4_k_m.gguf"}) {
+        const auto path = testdata(file);
+        INFO(file);
+        INLAY_REQUIRE_FILE_OR_SKIP(path);
+        const auto model = load_model_file(path, 2);
+        check_equal_alone(model, 32, 24, 64, 1024);
+    }
+}
+
+TEST_CASE("turns, forks and prefix reuse prefill only what is not cached", "[engine]") {
+    TinyLlamaOptions o;
+    const auto model = tiny_model(o, "prefill");
+    const int64_t bs = 8;
+    auto engine = small_engine(model, 128, 512, bs);
+    const auto n_vocab = static_cast<int32_t>(o.n_vocab);
+    Session s1(engine, 0);
+    // 21 prompt tokens + 5 sampled: 25 cached, so the last block (8 slots) is partly filled.
+    const auto p1 = prompt_of(1, 21, n_vocab);
+    auto r = s1.generate(p1, greedy(5));
+    REQUIRE(r.prefill_tokens == 21);
+    REQUIRE(r.tokens == reference_greedy(*model, p1, 5));
+    std::vector<int32_t> history = p1;
+    history.insert(history.end(), r.tokens.begin(), r.tokens.end());
+    REQUIRE(s1.history() == history);
+
+    SECTION("a second turn prefills its new tokens and the last sampled one") {
+        const auto before = engine->metrics();
+        const std::vector<int32_t> turn{40, 41, 42, 43, 44, 45};
+        r = s1.generate(turn, greedy(5));
+        const auto after = engine->metrics();
+        REQUIRE(r.prefill_tokens == 7);
+        REQUIRE(after.tokens_prefilled - before.tokens_prefilled == 7);
+        history.insert(history.end(), turn.begin(), turn.end());
+        REQUIRE(r.tokens == reference_greedy(*model, history, 5));
+    }
+    SECTION("a fork shares the KV and prefills only its own input") {
+        auto s2 = s1.fork();
+        REQUIRE(s2->history() == history);
+        REQUIRE(engine->metrics().blocks.shared == 4);  // ceil(25 / 8), the partial one included
+        const std::vector<int32_t> turn{50, 51, 52};
+        const auto before = engine->metrics();
+        const auto r2 = s2->generate(turn, greedy(6));
+        const auto after = engine->metrics();
+        REQUIRE(after.tokens_prefilled - before.tokens_prefilled == 4);
+        auto full = history;
+        full.insert(full.end(), turn.begin(), turn.end());
+        const auto want = reference_greedy(*model, full, 6);
+        REQUIRE(r2.tokens == want);
+        // The source is unaffected by its fork's writes (copy-on-write), and vice versa.
+        const auto r1 = s1.generate(turn, greedy(6));
+        REQUIRE(r1.tokens == want);
+        REQUIRE(r1.prefill_tokens == 4);
+    }
+    SECTION("a new prompt reuses the cached blocks of a common prefix") {
+        auto p3 = p1;  // 21 shared tokens: 2 full blocks of 8
+        for (int32_t t : {60, 61, 62, 63, 64}) p3.push_back(t);
+        Session s3(engine, 0);
+        const auto before = engine->metrics();
+        const auto r3 = s3.generate(p3, greedy(5));
+        const auto after = engine->metrics();
+        REQUIRE(after.prefix_tokens_reused - before.prefix_tokens_reused == 16);
+        REQUIRE(after.tokens_prefilled - before.tokens_prefilled == 26 - 16);
+        REQUIRE(r3.reused_tokens == 16);
+        REQUIRE(r3.prefill_tokens == 26);
+        REQUIRE(r3.tokens == reference_greedy(*model, p3, 5));
+        // The whole first turn again (26 tokens): the 3 full blocks are reused.
+        Session s4(engine, 0);
+        const auto r4 = s4.generate(history, greedy(3));
+        REQUIRE(r4.reused_tokens == 24);
+        REQUIRE(r4.tokens == reference_greedy(*model, history, 3));
+    }
+}
+
+TEST_CASE("chunked prefill of a long prompt runs beside decoding sessions", "[engine]") {
+    TinyLlamaOptions o;
+    o.context = 512;
+    const auto model = tiny_model(o, "chunked");
+    const auto n_vocab = static_cast<int32_t>(o.n_vocab);
+    std::vector<Job> jobs(4);
+    for (int i = 0; i < 4; ++i) {
+        jobs[static_cast<size_t>(i)].prompt = prompt_of(i, i == 0 ? 300 : 4, n_vocab);
+        jobs[static_cast<size_t>(i)].n = 30;
+    }
+    auto engine = small_engine(model, 256, 16);  // 16 tokens per step: ~19 chunks for the long prompt
+    run_concurrently(engine, jobs);
+    for (const Job& j : jobs) {
+        REQUIRE(j.status == INLAY_OK);
+        REQUIRE(j.tokens == reference_greedy(*model, j.prompt, j.n));
+    }
+}
+
+TEST_CASE("a small KV budget preempts the youngest and keeps every output", "[engine]") {
+    TinyLlamaOptions o;
+    const auto model = tiny_model(o, "preempt");
+    const auto n_vocab = static_cast<int32_t>(o.n_vocab);
+    std::vector<Job> jobs(6);
+    for (int i = 0; i < 6; ++i) {
+        jobs[static_cast<size_t>(i)].prompt = prompt_of(i + 10, 10 + i, n_vocab);
+        jobs[static_cast<size_t>(i)].n = 40;
+    }
+    // Each needs ~7 blocks of 8 tokens; 16 blocks hold two at a time.
+    auto engine = small_engine(model, 16, 512, 8);
+    run_concurrently(engine, jobs);
+    for (const Job& j : jobs) {
+        INFO(j.error);
+        REQUIRE(j.status == INLAY_OK);
+        REQUIRE(j.tokens == reference_greedy(*model, j.prompt, j.n));
+    }
+    const auto m = engine->metrics();
+    REQUIRE(m.preemptions > 0);
+    REQUIRE(m.blocks_held == 0);  // the sessions are gone
+    REQUIRE(m.blocks.used == 0);
+    REQUIRE(m.blocks.free + m.blocks.cached == m.blocks.total);
+}
+
+TEST_CASE("a request that cannot fit alone fails with INLAY_ERR_KV_FULL", "[engine]") {
+    TinyLlamaOptions o;
+    const auto model = tiny_model(o, "kvfull");
+    auto engine = small_engine(model, 4, 512, 8);  // 32 tokens in all
+    Session s(engine, 0);
+    const auto prompt = prompt_of(3, 10, static_cast<int32_t>(o.n_vocab));
+    auto r = s.generate(prompt, greedy(40));
+    REQUIRE(r.status == INLAY_ERR_KV_FULL);
+    REQUIRE_THAT(r.error, Catch::Contains("KV cache is full"));
+    // Everything up to the pool's 32 positions was computed; the token sampled from the
+    // last of them is returned too.
+    REQUIRE(r.tokens.size() == 32 - prompt.size() + 1);
+    REQUIRE(r.tokens == reference_greedy(*model, prompt, static_cast<int>(r.tokens.size())));
+    REQUIRE(engine->metrics().kv_full_failures == 1);
+    // The session is still usable after a reset.
+    s.reset();
+    r = s.generate(prompt, greedy(5));
+    REQUIRE(r.status == INLAY_OK);
+    // A prompt longer than the whole pool fails without output.
+    Session big(engine, 0);
+    const auto long_prompt = prompt_of(4, 40, static_cast<int32_t>(o.n_vocab));
+    r = big.generate(long_prompt, greedy(1));
+    REQUIRE(r.status == INLAY_ERR_KV_FULL);
+    REQUIRE(r.tokens.empty());
+}
+
+TEST_CASE("cancel, reset and truncate", "[engine]") {
+    TinyLlamaOptions o;
+    o.context = 1024;
+    const auto model = tiny_model(o, "cancel");
+    auto engine = small_engine(model, 256, 512, 16);
+    const auto n_vocab = static_cast<int32_t>(o.n_vocab);
+    Session s(engine, 0);
+    const auto prompt = prompt_of(5, 12, n_vocab);
+
+    // Cancel from another thread while generating; the callback keeps it slow.
+    std::atomic<int> seen{0};
+    auto opts = greedy(500);
+    opts.on_token = [&](int32_t, std::string_view) {
+        seen.fetch_add(1);
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        return true;
+    };
+    std::thread canceller([&] {
+        while (seen.load() < 5) std::this_thread::yield();
+        s.cancel();
+    });
+    const auto r = s.generate(prompt, opts);
+    canceller.join();
+    REQUIRE(r.stop_reason == StopReason::cancelled);
+    REQUIRE(r.tokens.size() >= 5);
+    REQUIRE(r.tokens.size() < 500);
+    // History holds exactly what the caller saw; continuing gives the uncancelled result.
+    REQUIRE(s.history().size() == prompt.size() + r.tokens.size());
+    const auto more = s.generate({}, greedy(4));
+    const auto want = reference_greedy(*model, prompt, static_cast<int>(r.tokens.size()) + 4);
+    std::vector<int32_t> got = r.tokens;
+    got.insert(got.end(), more.tokens.begin(), more.tokens.end());
+    REQUIRE(got == want);
+
+    // Truncate keeps a prefix (and its KV); generation continues from there.
+    s.truncate(static_cast<int64_t>(prompt.size()) + 3);
+    REQUIRE(s.history().size() == prompt.size() + 3);
+    REQUIRE(s.n_cached() <= static_cast<int64_t>(prompt.size()) + 3);
+    const auto after_trunc = s.generate({}, greedy(3));
+    REQUIRE(std::vector<int32_t>(want.begin() + 3, want.begin() + 6) == after_trunc.tokens);
+
+    s.reset();
+    REQUIRE(s.history().empty());
+    REQUIRE(s.n_cached() == 0);
+    REQUIRE_THROWS_AS(s.truncate(1), Error);
+    REQUIRE(engine->metrics().blocks_held == 0);
+}
+
+TEST_CASE("a stop requested by the callback truncates what the engine ran ahead", "[engine]") {
+    TinyLlamaOptions o;
+    const auto model = tiny_model(o, "callback-stop");
+    auto engine = small_engine(model, 64);
+    Session s(engine, 0);
+    const auto prompt = prompt_of(6, 9, static_cast<int32_t>(o.n_vocab));
+    auto opts = greedy(50);
+    int count = 0;
+    const auto caller = std::this_thread::get_id();
+    bool other_thread = false;
+    opts.on_token = [&](int32_t, std::string_view) {
+        other_thread = other_thread || std::this_thread::get_id() != caller;
+        std::this_thread::sleep_for(std::chrono::milliseconds(2));  // let the scheduler run ahead
+        return ++count < 3;
+    };
+    const auto r = s.generate(prompt, opts);
+    REQUIRE_FALSE(other_thread);  // callbacks run on the calling thread
+    REQUIRE(r.stop_reason == StopReason::callback);
+    REQUIRE(r.tokens.size() == 3);
+    REQUIRE(s.history().size() == prompt.size() + 3);
+    const auto next = s.generate({}, greedy(2));
+    const auto want = reference_greedy(*model, prompt, 5);
+    REQUIRE(next.tokens == std::vector<int32_t>(want.begin() + 3, want.end()));
+}
+
+TEST_CASE("a slow callback does not stall other sessions", "[engine]") {
+    TinyLlamaOptions o;
+    const auto model = tiny_model(o, "slow");
+    auto engine = small_engine(model, 128);
+    Session slow(engine, 0), fast(engine, 0);
+    const auto n_vocab = static_cast<int32_t>(o.n_vocab);
+    std::atomic<bool> fast_done{false};
+    int slow_tokens_when_fast_done = -1;
+    int slow_count = 0;
+    std::thread t([&] {
+        auto opts = greedy(40);
+        opts.on_token = [&](int32_t, std::string_view) {
+            ++slow_count;
+            if (fast_done.load() && slow_tokens_when_fast_done < 0) slow_tokens_when_fast_done = slow_count;
+            std::this_thread::sleep_for(std::chrono::milliseconds(25));
+            return true;
+        };
+        (void)slow.generate(prompt_of(1, 5, n_vocab), opts);
+    });
+    std::this_thread::sleep_for(std::chrono::milliseconds(30));
+    const auto r = fast.generate(prompt_of(2, 5, n_vocab), greedy(60));
+    fast_done.store(true);
+    t.join();
+    REQUIRE(r.tokens.size() == 60);
+    // 40 slow tokens take >= 1 s; the fast session finished while the slow one was early on.
+    INFO("slow session had taken " << slow_tokens_when_fast_done << " tokens");
+    REQUIRE(slow_tokens_when_fast_done > 0);
+    REQUIRE(slow_tokens_when_fast_done < 30);
+}
+
+TEST_CASE("teacher-forced logits through the engine equal Executor::eval", "[engine]") {
+    TinyLlamaOptions o;
+    const auto model = tiny_model(o, "logits");
+    auto engine = small_engine(model, 64, 8);  // chunks of 8: rows come from several steps
+    Session s(engine, 0);
+    const auto tokens = prompt_of(7, 30, static_cast<int32_t>(o.n_vocab));
+    const auto got = s.eval_logits(tokens);
+    const Executor& ex = model->executor();
+    auto seq = ex.new_sequence(64);
+    std::vector<int32_t> rows(tokens.size());
+    for (size_t i = 0; i < rows.size(); ++i) rows[i] = static_cast<int32_t>(i);
+    std::vector<float> want(tokens.size() * static_cast<size_t>(o.n_vocab));
+    ex.eval(*seq, tokens, rows, want.data(), {});
+    REQUIRE(got.size() == want.size());
+    REQUIRE(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)) == 0);
+    // A second call continues the same conversation.
+    const std::vector<int32_t> more{9, 10};
+    const auto got2 = s.eval_logits(more);
+    std::vector<float> want2(2 * static_cast<size_t>(o.n_vocab));
+    const std::vector<int32_t> rows2{0, 1};
+    ex.eval(*seq, more, rows2, want2.data(), {});
+    REQUIRE(std::memcmp(got2.data(), want2.data(), want2.size() * sizeof(float)) == 0);
+}
+
+TEST_CASE("seeded sampling gives the same tokens alone and batched", "[engine]") {
+    TinyLlamaOptions o;
+    const auto model = tiny_model(o, "seeded");
+    const auto n_vocab = static_cast<int32_t>(o.n_vocab);
+    auto opts_for = [](uint64_t seed) {
+        GenerateOptions g;
+        g.max_tokens = 30;
+        g.ignore_eos = true;
+        g.sampling.temperature = 1.0f;
+        g.sampling.repeat_penalty = 1.1f;
+        g.sampling.seed = seed;
+        return g;
+    };
+    std::vector<std::vector<int32_t>> alone;
+    {
+        auto engine = small_engine(model, 256);
+        for (int i = 0; i < 8; ++i) {
+            Session s(engine, 0);
+            alone.push_back(s.generate(prompt_of(i, 6, n_vocab), opts_for(100 + static_cast<uint64_t>(i))).tokens);
+        }
+    }
+    auto engine = small_engine(model, 256);
+    std::vector<std::vector<int32_t>> together(8);
+    std::vector<std::thread> threads;
+    for (int i = 0; i < 8; ++i)
+        threads.emplace_back([&, i] {
+            Session s(engine, 0);
+            together[static_cast<size_t>(i)] = s.generate(prompt_of(i, 6, n_vocab), opts_for(100 + static_cast<uint64_t>(i))).tokens;
+        });
+    for (auto& t : threads) t.join();
+    REQUIRE(together == alone);
+}

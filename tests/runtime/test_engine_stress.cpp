@@ -1,0 +1,231 @@
+// Concurrency stress (run under ThreadSanitizer in CI) and the soak: many threads and
+// sessions, random prompts, lengths, forks, resets and cancels from other threads, a KV
+// budget small enough to force preemption, eviction and KV_FULL. Every request that ends
+// normally must give exactly the lone greedy output; every block must come back.
+//
+// Sizes: INLAY_STRESS_SCALE (default 1) multiplies the stress rounds; INLAY_SOAK_REQUESTS
+// (default 120) sets the soak's request count (the closing note's run used 2000).
+#include <catch2/catch.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <random>
+#include <thread>
+
+#include "core/error.h"
+#include "runtime_test_util.h"
+
+using namespace inlay;
+using namespace inlay::test;
+
+namespace {
+
+int env_int(const char* name, int fallback) {
+    const char* v = std::getenv(name);
+    return v && *v ? std::atoi(v) : fallback;
+}
+
+int64_t rss_bytes() {
+    std::ifstream statm("/proc/self/statm");
+    int64_t size = 0, resident = 0;
+    statm >> size >> resident;
+    return resident * 4096;
+}
+
+// Lone greedy outputs, computed once per (prompt, length) with Executor::eval.
+class References {
+public:
+    explicit References(const Model& model) : model_(model) {}
+    std::vector<int32_t> get(const std::vector<int32_t>& prompt, int n) {
+        std::lock_guard lock(mutex_);
+        auto& entry = cache_[prompt];
+        if (static_cast<int>(entry.size()) < n) entry = reference_greedy(model_, prompt, std::max(n, 48));
+        return {entry.begin(), entry.begin() + n};
+    }
+
+private:
+    const Model& model_;
+    std::mutex mutex_;
+    std::map<std::vector<int32_t>, std::vector<int32_t>> cache_;
+};
+
+struct Tally {
+    std::atomic<int> ok{0}, cancelled{0}, kv_full{0}, mismatches{0}, unexpected{0};
+    std::mutex mutex;
+    std::vector<std::string> problems;
+    void problem(const std::string& s) {
+        std::lock_guard lock(mutex);
+        if (problems.size() < 20) problems.push_back(s);
+    }
+};
+
+// Sessions that a canceller thread may cancel at any moment: shared_ptrs, so a session
+// stays alive while the canceller holds it even if its worker replaces it.
+class Registry {
+public:
+    void put(size_t slot, std::shared_ptr<Session> s) {
+        std::lock_guard lock(mutex_);
+        if (slots_.size() <= slot) slots_.resize(slot + 1);
+        slots_[slot] = std::move(s);
+    }
+    std::shared_ptr<Session> pick(std::mt19937& rng) {
+        std::lock_guard lock(mutex_);
+        if (slots_.empty()) return nullptr;
+        return slots_[rng() % slots_.size()];
+    }
+    void clear() {
+        std::lock_guard lock(mutex_);
+        slots_.clear();
+    }
+
+private:
+    std::mutex mutex_;
+    std::vector<std::shared_ptr<Session>> slots_;
+};
+
+// One worker: `n_requests` random requests on three sessions of its own.
+void worker(const std::shared_ptr<Engine>& engine, References& refs, Tally& tally, unsigned seed, int n_requests,
+            Registry& registry, size_t first_slot) {
+    std::mt19937 rng(seed);
+    const auto n_vocab = static_cast<int32_t>(engine->model().spec().n_vocab);
+    std::vector<std::shared_ptr<Session>> sessions;
+    for (size_t i = 0; i < 3; ++i) {
+        sessions.push_back(std::make_shared<Session>(engine, 0));
+        registry.put(first_slot + i, sessions.back());
+    }
+    for (int r = 0; r < n_requests; ++r) {
+        const size_t k = rng() % sessions.size();
+        auto& s = sessions[k];
+        const unsigned op = rng() % 10;
+        try {
+            if (op == 0) {
+                s->reset();
+                continue;
+            }
+            if (op == 1 && !s->history().empty()) {
+                s = std::shared_ptr<Session>(s->fork());  // the old one goes: its blocks must return
+                registry.put(first_slot + k, s);
+                continue;
+            }
+            // Fresh conversations (so the lone reference is a prompt) from a few prompt
+            // families, so that prefixes are shared across threads.
+            s->reset();
+            const auto prompt = prompt_of(static_cast<int>(rng() % 6), 4 + static_cast<int>(rng() % 40), n_vocab);
+            const int n = 1 + static_cast<int>(rng() % 40);
+            const auto result = s->generate(prompt, greedy(n));
+            if (result.status == INLAY_ERR_KV_FULL) {
+                ++tally.kv_full;
+            } else if (result.stop_reason == StopReason::cancelled) {
+                ++tally.cancelled;
+            } else if (result.stop_reason != StopReason::max_tokens || static_cast<int>(result.tokens.size()) != n) {
+                ++tally.unexpected;
+                tally.problem("stop reason " + std::string(stop_reason_name(result.stop_reason)));
+                continue;
+            } else {
+                ++tally.ok;
+            }
+            // Whatever came out (complete, cancelled or cut by KV_FULL) is a prefix of the lone output.
+            const auto want = refs.get(prompt, n);
+            if (result.tokens.size() > want.size() ||
+                !std::equal(result.tokens.begin(), result.tokens.end(), want.begin())) {
+                ++tally.mismatches;
+                std::string detail = "output differs from the lone greedy output: prompt of " +
+                                     std::to_string(prompt.size()) + ", n " + std::to_string(n) + ", stop " +
+                                     stop_reason_name(result.stop_reason) + ", reused " +
+                                     std::to_string(result.reused_tokens) + "\n got ";
+                for (const int32_t t : result.tokens) detail += std::to_string(t) + " ";
+                detail += "\nwant ";
+                for (const int32_t t : want) detail += std::to_string(t) + " ";
+                tally.problem(detail);
+            }
+        } catch (const Error& e) {
+            ++tally.unexpected;
+            tally.problem(e.what());
+        }
+    }
+}
+
+// Runs `threads` workers and a canceller; returns when all are done and the sessions freed.
+void run_workers(const std::shared_ptr<Engine>& engine, References& refs, Tally& tally, int threads, int requests,
+                 unsigned seed, int cancel_every_us) {
+    Registry registry;
+    std::atomic<bool> done{false};
+    std::thread canceller([&] {
+        std::mt19937 rng(seed);
+        while (!done.load()) {
+            std::this_thread::sleep_for(std::chrono::microseconds(cancel_every_us / 2 + rng() % cancel_every_us));
+            if (auto s = registry.pick(rng)) s->cancel();
+        }
+    });
+    std::vector<std::thread> pool;
+    for (int t = 0; t < threads; ++t)
+        pool.emplace_back([&, t] {
+            worker(engine, refs, tally, seed + static_cast<unsigned>(t), requests, registry, static_cast<size_t>(t) * 3);
+        });
+    for (auto& th : pool) th.join();
+    done.store(true);
+    canceller.join();
+    registry.clear();
+}
+
+void check_pool_empty(const Engine& engine) {
+    const auto m = engine.metrics();
+    INFO("blocks: total " << m.blocks.total << ", free " << m.blocks.free << ", cached " << m.blocks.cached
+                          << ", used " << m.blocks.used);
+    REQUIRE(m.blocks_held == 0);
+    REQUIRE(m.blocks.used == 0);
+    REQUIRE(m.blocks.free + m.blocks.cached == m.blocks.total);
+    REQUIRE(m.running == 0);
+    REQUIRE(m.waiting == 0);
+}
+
+}  // namespace
+
+TEST_CASE("16 threads, random cancels and a small KV budget", "[stress]") {
+    TinyLlamaOptions o;
+    o.context = 512;
+    const auto model = tiny_model(o, "stress", 2);
+    References refs(*model);
+    // 40 blocks of 8 tokens (320 tokens) for 16 threads asking up to ~85 each.
+    auto engine = small_engine(model, 40, 64, 8);
+    Tally tally;
+    run_workers(engine, refs, tally, 16, 12 * env_int("INLAY_STRESS_SCALE", 1), 1000, 3000);
+    INFO("ok " << tally.ok << ", cancelled " << tally.cancelled << ", kv_full " << tally.kv_full
+               << ", first problem: " << (tally.problems.empty() ? std::string("none") : tally.problems.front()));
+    REQUIRE(tally.unexpected == 0);
+    REQUIRE(tally.mismatches == 0);
+    REQUIRE(tally.ok > 0);
+    REQUIRE(tally.cancelled > 0);
+    REQUIRE(engine->metrics().preemptions > 0);
+    check_pool_empty(*engine);
+}
+
+TEST_CASE("soak: many requests with random lengths and cancels", "[soak]") {
+    TinyLlamaOptions o;
+    o.context = 512;
+    const auto model = tiny_model(o, "soak", 2);
+    References refs(*model);
+    auto engine = small_engine(model, 48, 64, 8);
+    const int total = env_int("INLAY_SOAK_REQUESTS", 120);
+    const int threads = 8;
+    const int per_thread = std::max(1, total / threads);
+    Tally tally;
+    // Warm-up tenth, then the rest; resident memory must not grow with the request count.
+    run_workers(engine, refs, tally, threads, std::max(1, per_thread / 10), 7, 5000);
+    const int64_t rss_warm = rss_bytes();
+    run_workers(engine, refs, tally, threads, per_thread, 77, 5000);
+    const int64_t rss_end = rss_bytes();
+    const auto m = engine->metrics();
+    WARN("soak: " << (per_thread + std::max(1, per_thread / 10)) * threads << " requests: ok " << tally.ok
+                  << ", cancelled " << tally.cancelled << ", kv_full " << tally.kv_full << "; blocks free "
+                  << m.blocks.free + m.blocks.cached << " of " << m.blocks.total << "; preemptions " << m.preemptions
+                  << "; RSS " << rss_warm / 1024 << " KiB after warm-up, " << rss_end / 1024 << " KiB at the end");
+    REQUIRE(tally.unexpected == 0);
+    REQUIRE(tally.mismatches == 0);
+    check_pool_empty(*engine);
+    REQUIRE(rss_end - rss_warm < int64_t{32} << 20);
+}
