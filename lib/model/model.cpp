@@ -70,7 +70,7 @@ std::unique_ptr<Model> Model::load(const std::string& path, const ModelOptions& 
     const WeightSource& w = *model->weights_;
     const Metadata& md = w.metadata();
     if (model->tokenizer_->n_vocab() != spec.n_vocab)
-        fail(INLAY_ERR_SHAPE_MISMATCH, "the vocabulary has {} tokens but the token embedding has {} rows",
+        fail(INLAY_ERR_SHAPE_MISMATCH, "the vocabulary has {} tokens but the token embedding token_embd.weight has {} rows",
              model->tokenizer_->n_vocab(), spec.n_vocab);
 
     if (options.progress && !options.progress(0.0f)) fail(INLAY_ERR_CANCELLED, "model load aborted by the progress callback");

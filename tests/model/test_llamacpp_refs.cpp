@@ -87,17 +87,21 @@ Stats compare_model(const std::string& name, Tolerance tol) {
 }  // namespace
 
 // Tolerances. f32: the 1e-3. f16/bf16: 2e-2. Quantized types: llama.cpp and
-// inlay quantize the activations the same way (Q8_0 / Q8_K) but sum in different orders
-// and keep the KV cache in f16 (both), so errors grow with the weights' own rounding;
-// the bounds below are about 2x the largest error measured over all 3 prompts x 27-47
-// positions x top-8 (see the WARN lines), and a gap of 2x the bound decides top-1.
+// inlay quantize the activations the same way (Q8_0 / Q8_K, ggml's rounding) but sum the
+// blocks in different orders (llama.cpp repacks Q4_0/Q4_K rows into interleaved groups on
+// AVX2) and keep the KV cache in f16 (both). Largest errors measured over 3 prompts x
+// 27-47 positions x top-8 (the WARN lines; logits reach ~10 for llama, ~80 for qwen3):
+// llama q8_0 0.037, q4_0 0.043, q4_k_m 0.056, q6_k 1e-6, q1_0 0.018; qwen3 q8_0 0.035,
+// q4_0 0.030, q4_k_m 0.047, q6_k 0.016, q1_0 0.026. The bounds are 5e-2, and 8e-2 for
+// Q4_K_M (its Q4_K super-blocks carry 6-bit sub-block scales, so one differently rounded
+// activation moves a whole sub-block); a gap of 2x the bound decides top-1.
 TEST_CASE("llama models agree with llama.cpp", "[llamacpp]") {
     compare_model("llama-r256-f32", {1e-3, 2e-3});
     compare_model("llama-r256-f16", {2e-2, 4e-2});
     compare_model("llama-r256-bf16", {2e-2, 4e-2});
     compare_model("llama-r256-q8_0", {5e-2, 1e-1});
     compare_model("llama-r256-q4_0", {5e-2, 1e-1});
-    compare_model("llama-r256-q4_k_m", {5e-2, 1e-1});
+    compare_model("llama-r256-q4_k_m", {8e-2, 1.6e-1});
     compare_model("llama-r256-q6_k", {5e-2, 1e-1});
     compare_model("llama-r256-q1_0", {5e-2, 1e-1});
 }
@@ -108,7 +112,7 @@ TEST_CASE("qwen3 models agree with llama.cpp", "[llamacpp]") {
     compare_model("qwen3-r256-bf16", {2e-2, 4e-2});
     compare_model("qwen3-r256-q8_0", {5e-2, 1e-1});
     compare_model("qwen3-r256-q4_0", {5e-2, 1e-1});
-    compare_model("qwen3-r256-q4_k_m", {5e-2, 1e-1});
+    compare_model("qwen3-r256-q4_k_m", {8e-2, 1.6e-1});
     compare_model("qwen3-r256-q6_k", {5e-2, 1e-1});
     compare_model("qwen3-r256-q1_0", {5e-2, 1e-1});
 }

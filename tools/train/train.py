@@ -48,7 +48,7 @@ def parse_args():
     p.add_argument("--kv-heads", type=int, default=2)
     p.add_argument("--ctx", type=int, default=256, help="training window and max_position_embeddings")
     p.add_argument("--batch", type=int, default=16)
-    p.add_argument("--steps", type=int, default=1000)
+    p.add_argument("--steps", type=int, default=600)
     p.add_argument("--lr", type=float, default=3e-3)
     p.add_argument("--min-lr-ratio", type=float, default=0.1)
     p.add_argument("--warmup", type=int, default=100)
