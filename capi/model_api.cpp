@@ -34,8 +34,14 @@ INLAY_API inlay_status inlay_model_load(const char* path, const inlay_model_para
         if (p.progress) {
             options.progress = [fn = p.progress, user = p.progress_user](float f) { return fn(f, user); };
         }
+        require_arg(p.kv_budget_bytes >= 0, "inlay_model_load", "kv_budget_bytes must not be negative");
+        require_arg(p.kv_block_size >= 0 && p.kv_block_size <= 4096, "inlay_model_load",
+                    "kv_block_size must be in [0, 4096]");
+        require_arg(p.batch_tokens >= 0 && p.batch_tokens <= 65536, "inlay_model_load",
+                    "batch_tokens must be in [0, 65536]");
         auto handle = std::make_unique<inlay_model>();
         handle->model = inlay::Model::load(path, options);
+        handle->engine = inlay::capi::make_engine(handle->model, p);
         *out_model = handle.release();
     });
 }

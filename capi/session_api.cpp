@@ -54,9 +54,14 @@ inlay_generate_params read_params(const inlay_generate_params* params) {
 }
 
 inlay_status finish(inlay::GenerateResult&& result, inlay_result** out_result) {
-    const inlay_status status = result.stop_reason == inlay::StopReason::cancelled ? INLAY_ERR_CANCELLED : INLAY_OK;
+    inlay_status status = result.stop_reason == inlay::StopReason::cancelled ? INLAY_ERR_CANCELLED : INLAY_OK;
+    std::string message = "generation was cancelled";
+    if (result.status != INLAY_OK) {
+        status = result.status;  // INLAY_ERR_KV_FULL: the pool ran out; the partial result is kept
+        message = result.error;
+    }
     if (out_result) *out_result = new inlay_result{std::move(result)};
-    if (status != INLAY_OK) inlay::capi::set_error(status, "generation was cancelled");
+    if (status != INLAY_OK) inlay::capi::set_error(status, message);
     return status;
 }
 
@@ -82,7 +87,7 @@ INLAY_API inlay_status inlay_session_create(inlay_model* model, const inlay_sess
         if (params) std::memcpy(&p, params, std::min(params->struct_size, sizeof(p)));
         require_arg(p.context_length >= 0, "inlay_session_create", "context_length must not be negative");
         auto handle = std::make_unique<inlay_session>();
-        handle->session = std::make_unique<inlay::Session>(model->model, p.context_length);
+        handle->session = std::make_unique<inlay::Session>(model->engine, p.context_length);
         *out_session = handle.release();
     });
 }
@@ -201,6 +206,7 @@ INLAY_API inlay_status inlay_result_timings(const inlay_result* result, inlay_ti
         t.generated_tokens = static_cast<int64_t>(r.tokens.size());
         t.prefill_s = r.prefill_seconds;
         t.decode_s = r.decode_seconds;
+        t.prompt_tokens_reused = r.reused_tokens;
         t.prefill_tokens_per_s = r.prefill_seconds > 0 ? static_cast<double>(r.prefill_tokens) / r.prefill_seconds : 0.0;
         // The first token comes from the prefill; decode time covers the rest.
         t.decode_tokens_per_s = r.decode_seconds > 0 && r.tokens.size() > 1

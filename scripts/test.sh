@@ -2,13 +2,19 @@
 # Builds inlay and runs every test. This is the README's test command; CI runs it too.
 #   scripts/test.sh                      Release build in build/, all tests
 #   scripts/test.sh --sanitize=address,undefined   the same under sanitizers, in build-asan/
+#   scripts/test.sh --sanitize=thread --tests=REGEX
+#                                        only the tests whose ctest names match REGEX (and
+#                                        only their targets are built), e.g. the runtime's
+#                                        concurrency tests under ThreadSanitizer
 set -euo pipefail
 cd "$(dirname "$0")/.."
 sanitize=""
+tests=""
 for arg in "$@"; do
   case "$arg" in
     --sanitize=*) sanitize="${arg#--sanitize=}" ;;
-    *) echo "usage: $0 [--sanitize=LIST]" >&2; exit 2 ;;
+    --tests=*) tests="${arg#--tests=}" ;;
+    *) echo "usage: $0 [--sanitize=LIST] [--tests=REGEX]" >&2; exit 2 ;;
   esac
 done
 jobs=$(nproc)
@@ -23,5 +29,13 @@ else
   dir=build
   cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=Release -DINLAY_WERROR=ON
 fi
-cmake --build "$dir" -j"$jobs"
-ctest --test-dir "$dir" --output-on-failure -j"$jobs"
+if [ -n "$tests" ]; then
+  # Each ctest NAME is built by the target test_NAME (see tests/CMakeLists.txt).
+  mapfile -t names < <(ctest --test-dir "$dir" -N -R "$tests" | sed -n 's/^ *Test *#[0-9]*: //p')
+  if [ "${#names[@]}" -eq 0 ]; then echo "no test matches '$tests'" >&2; exit 2; fi
+  cmake --build "$dir" -j"$jobs" --target "${names[@]/#/test_}"
+  ctest --test-dir "$dir" --output-on-failure -j"$jobs" -R "$tests"
+else
+  cmake --build "$dir" -j"$jobs"
+  ctest --test-dir "$dir" --output-on-failure -j"$jobs"
+fi

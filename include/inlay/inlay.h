@@ -38,6 +38,9 @@
  *   inlay_session_cancel is the exception: it may be called from any thread.
  * - Callbacks (on_token, progress, log sink) run on the thread that made the call
  *   that triggers them (generate, load, or any call that logs).
+ * - Generate calls on different sessions of one model run concurrently: the model's
+ *   engine batches them on its own scheduler thread (see "runtime" below), while each
+ *   on_token callback still runs on the thread that called generate.
  */
 #ifndef INLAY_INLAY_H
 #define INLAY_INLAY_H
@@ -128,6 +131,11 @@ typedef struct inlay_model_params {
     int32_t context_length;      /* max tokens per session; 0 = the model's own */
     inlay_progress_fn progress;  /* optional */
     void* progress_user;
+    /* KV cache and batching (see "runtime" below); 0 / NULL = default */
+    struct inlay_kv_pool* kv_pool; /* share this pool's budget; NULL = a budget of the model's own */
+    int64_t kv_budget_bytes;     /* own budget; 0 = 4 sessions of context_length tokens (>= 64 blocks) */
+    int32_t kv_block_size;       /* tokens per KV block of an own budget; 0 = 16 */
+    int32_t batch_tokens;        /* tokens per forward pass (decode + prompt chunks); 0 = 512 */
 } inlay_model_params;
 
 INLAY_API void inlay_model_params_init(inlay_model_params* params);
@@ -294,6 +302,7 @@ typedef struct inlay_timings {
     double decode_s;          /* wall time of the single-token steps */
     double prefill_tokens_per_s;
     double decode_tokens_per_s;
+    int64_t prompt_tokens_reused; /* of prompt_tokens, KV found in the prefix cache (not computed) */
 } inlay_timings;
 
 INLAY_API inlay_status inlay_result_timings(const inlay_result* result, inlay_timings* timings);
@@ -303,6 +312,157 @@ INLAY_API inlay_status inlay_result_timings(const inlay_result* result, inlay_ti
  * `logits` must hold n * n_vocab floats (capacity is the number of floats). */
 INLAY_API inlay_status inlay_session_eval_logits(inlay_session* session, const int32_t* tokens,
                                                  size_t n, float* logits, size_t capacity);
+
+/* --------------------------------------------------------------- runtime --- */
+/*
+ * Many sessions at once. Each loaded model has one engine: a scheduler thread that runs
+ * the generate and eval calls of all its sessions together, one forward pass per step
+ * over the next token of every generating session plus chunks of prompts still being
+ * processed (continuous batching; a long prompt never stalls the others). Calls made from
+ * many threads are therefore batched, and a session's output is the same alone or among
+ * many. on_token runs on the thread that called generate, never on the scheduler thread,
+ * so a slow callback only delays its own session. Cancel works at any time.
+ *
+ * KV cache: fixed-size blocks (16 tokens by default) from a budget reserved per model,
+ * or shared by several models through an inlay_kv_pool. Blocks are shared between
+ * sessions: inlay_session_fork shares its source's blocks (copy-on-write), and a prompt
+ * that starts with the same tokens as an earlier one (in whole blocks) reuses their KV
+ * instead of computing it. When blocks run out: cached blocks nobody uses are evicted,
+ * then idle sessions' KV is released (least recently used first; their next call
+ * recomputes it), then the youngest running calls are preempted (they wait and later
+ * recompute, with identical results). A call that cannot get a block while it is the only
+ * one running on its model fails with INLAY_ERR_KV_FULL (generate: *out_result holds what
+ * was produced). Blocks of other models' running calls are never taken. Every block
+ * returns to the pool when its sessions are freed.
+ */
+typedef struct inlay_kv_pool inlay_kv_pool;
+
+typedef struct inlay_kv_pool_params {
+    size_t struct_size;
+    int64_t budget_bytes;    /* KV memory per block geometry; used when budget_blocks is 0;
+                                default 256 MiB */
+    int64_t budget_blocks;   /* KV blocks per block geometry; 0 = from budget_bytes */
+    int32_t block_size;      /* tokens per block; default 16 */
+} inlay_kv_pool_params;
+
+INLAY_API void inlay_kv_pool_params_init(inlay_kv_pool_params* params);
+
+/* A KV budget for models loaded with inlay_model_params.kv_pool set to it. Models whose
+ * block geometry (layers x KV heads x head dim x block size x type) matches share one set
+ * of blocks; a model of another geometry gets a pool of its own with the same budget.
+ * Memory is reserved when the first model of a geometry loads; pages are only touched
+ * when used. */
+INLAY_API inlay_status inlay_kv_pool_create(const inlay_kv_pool_params* params, inlay_kv_pool** out_pool);
+/* Releases the caller's reference; models loaded with the pool keep it alive. */
+INLAY_API void inlay_kv_pool_free(inlay_kv_pool* pool);
+
+/* Caps the KV blocks this model's sessions may hold in its pool (0 = no cap). Lowering it
+ * below what they hold releases idle sessions' KV and preempts running calls (youngest
+ * first) until it fits, except the last running call, which fails with INLAY_ERR_KV_FULL
+ * if it needs more. Thread-safe; takes effect at the next step. */
+INLAY_API inlay_status inlay_model_set_kv_cap(inlay_model* model, int64_t max_blocks);
+
+typedef struct inlay_metrics {
+    size_t struct_size;            /* set by the caller: sizeof(inlay_metrics) */
+    /* the model's KV pool (a shared pool: all its models together) */
+    int64_t blocks_total;
+    int64_t blocks_free;           /* not referenced by any session (includes blocks_cached) */
+    int64_t blocks_cached;         /* unreferenced but kept for prefix reuse */
+    int64_t blocks_shared;         /* referenced by more than one session */
+    /* this model */
+    int64_t blocks_held;           /* referenced by this model's sessions */
+    int64_t block_cap;             /* 0 = none */
+    int32_t block_size;            /* tokens per block */
+    int32_t sessions;              /* open sessions */
+    int32_t sequences_running;     /* calls in the batch now */
+    int32_t sequences_waiting;     /* calls queued: new, or preempted and waiting to recompute */
+    int64_t preemptions;           /* since load */
+    int64_t kv_full_failures;      /* calls failed with INLAY_ERR_KV_FULL since load */
+    int64_t tokens_prefilled;      /* prompt tokens computed (recomputation included) */
+    int64_t tokens_generated;      /* tokens sampled */
+    int64_t prefix_tokens_reused;  /* prompt tokens whose KV came from the prefix cache */
+    int64_t steps;                 /* forward passes */
+    double step_seconds_mean;      /* per forward pass, sampling included */
+    double step_seconds_max;
+    double step_seconds_last;
+    double busy_seconds;           /* wall time with at least one call in progress */
+    double generated_tokens_per_s; /* aggregate: tokens_generated / busy_seconds */
+} inlay_metrics;
+
+/* Fills *metrics (metrics->struct_size must be set). Thread-safe. */
+INLAY_API inlay_status inlay_model_get_metrics(const inlay_model* model, inlay_metrics* metrics);
+
+/* A new session continuing `session`'s conversation. It shares the KV blocks of the
+ * source (nothing is recomputed; a shared block is copied only when one of them writes
+ * into it). The source must not be in a call (INLAY_ERR_BUSY). Free it as any session. */
+INLAY_API inlay_status inlay_session_fork(inlay_session* session, inlay_session** out_session);
+
+/* Writes the conversation (tokens and KV cache) to `path`: a versioned file with a
+ * fingerprint of the model (architecture, dimensions, vocabulary, weights) and checksums.
+ * Not while the session is in a call (INLAY_ERR_BUSY). */
+INLAY_API inlay_status inlay_session_save(inlay_session* session, const char* path);
+
+/* Replaces the session's conversation with the one saved in `path`; it continues exactly
+ * as the saved session would have. The file is fully validated first and the session is
+ * unchanged on error: INLAY_ERR_IO (unreadable), INLAY_ERR_TRUNCATED, INLAY_ERR_BAD_FORMAT
+ * (not a session file, corrupt), INLAY_ERR_UNSUPPORTED (another format version),
+ * INLAY_ERR_SHAPE_MISMATCH (saved from another model or KV geometry),
+ * INLAY_ERR_CONTEXT_FULL (longer than the session's context), INLAY_ERR_KV_FULL. */
+INLAY_API inlay_status inlay_session_restore(inlay_session* session, const char* path);
+
+/* ------------------------------------------------------------------ chat --- */
+/*
+ * Chat: a conversation given as {role, content} messages is rendered with the model's
+ * chat template (GGUF tokenizer.chat_template, or chat_template.jinja /
+ * tokenizer_config.json for a model folder; a Jinja subset that renders the Qwen3 and
+ * Llama 3 templates exactly) and generated on a session. The session keeps its KV cache
+ * across turns: each call renders the whole conversation, compares its tokens with the
+ * session's history and processes only where they differ (usually just the new
+ * messages; a template that rewrites earlier turns, like Qwen3 dropping old <think>
+ * blocks, moves that point back). Pass each reply back as an "assistant" message.
+ */
+typedef struct inlay_chat_message {
+    const char* role;     /* "system", "user", "assistant", "tool", ...: UTF-8, NUL-terminated */
+    const char* content;  /* UTF-8, NUL-terminated */
+} inlay_chat_message;
+
+typedef enum inlay_thinking {
+    INLAY_THINKING_DEFAULT = 0, /* the template's default (enable_thinking is not defined) */
+    INLAY_THINKING_OFF = 1,     /* enable_thinking = false (Qwen3: an empty <think> block) */
+    INLAY_THINKING_ON = 2       /* enable_thinking = true */
+} inlay_thinking;
+
+typedef struct inlay_chat_params {
+    size_t struct_size;
+    inlay_thinking thinking;     /* default INLAY_THINKING_DEFAULT */
+    bool add_generation_prompt;  /* default true: end with the header of the assistant's turn */
+    const char* chat_template;   /* optional Jinja source used instead of the model's; NULL = the model's */
+} inlay_chat_params;
+
+INLAY_API void inlay_chat_params_init(inlay_chat_params* params);
+
+/* Renders messages[0..n) with the chat template into out[0..capacity), NUL-terminated;
+ * *length receives the byte length without the NUL (size-query convention above).
+ * Errors: INLAY_ERR_MISSING (the model has no template and none is given),
+ * INLAY_ERR_BAD_FORMAT (a template syntax or evaluation error; the message gives line
+ * and column), INLAY_ERR_UNSUPPORTED (a Jinja feature inlay lacks),
+ * INLAY_ERR_INVALID_ARGUMENT (also: the template rejects the conversation through
+ * raise_exception, e.g. roles that do not alternate), INLAY_ERR_INVALID_UTF8. */
+INLAY_API inlay_status inlay_chat_apply_template(const inlay_model* model, const inlay_chat_message* messages,
+                                                 size_t n, const inlay_chat_params* params, char* out,
+                                                 size_t capacity, size_t* length);
+
+/* Renders the conversation, processes what the session lacks of it and generates the
+ * reply, with the parameters, result and statuses of inlay_session_generate
+ * (gen_params.add_bos and parse_special do not apply: special-token text in the
+ * rendered conversation is always parsed, and BOS is added only when the vocabulary
+ * asks for it and the template did not write it). inlay_result_prompt_tokens gives the
+ * tokens this call processed; the session's history afterwards is the whole rendered
+ * conversation plus the reply. INLAY_ERR_CONTEXT_FULL if the conversation alone does
+ * not fit the session. NULL chat_params / gen_params: defaults. */
+INLAY_API inlay_status inlay_session_chat(inlay_session* session, const inlay_chat_message* messages, size_t n,
+                                          const inlay_chat_params* chat_params,
+                                          const inlay_generate_params* gen_params, inlay_result** out_result);
 
 #ifdef __cplusplus
 }

@@ -16,6 +16,10 @@
 //     opts.params.temperature = 0;
 //     inlay::Result r = session.generate("Once upon a time", opts,
 //         [](int32_t, std::string_view piece) { std::cout << piece << std::flush; return true; });
+//
+//     std::vector<inlay::ChatMessage> chat = {{"user", "Hi!"}};
+//     inlay::Result reply = session.chat(chat);          // the model's chat template
+//     chat.push_back({"assistant", std::string(reply.text())});
 #ifndef INLAY_INLAY_HPP
 #define INLAY_INLAY_HPP
 
@@ -74,11 +78,72 @@ struct CallbackGuard {
 
 // Options for Model::load. progress, if set, runs on the loading thread with values in
 // [0, 1]; returning false aborts the load (Error with INLAY_ERR_CANCELLED).
+class KvPool;
+
 struct ModelOptions {
     int32_t n_threads = 0;       // 0 = number of cores
     int32_t context_length = 0;  // tokens per session; 0 = the model's own
     std::function<bool(float progress)> progress;
+    // KV cache and batching (inlay_model_params): a shared pool, or a budget of its own.
+    const KvPool* kv_pool = nullptr;
+    int64_t kv_budget_bytes = 0;  // 0 = default
+    int32_t kv_block_size = 0;    // 0 = 16
+    int32_t batch_tokens = 0;     // 0 = 512
 };
+
+// A KV budget shared by the models loaded with it (inlay_kv_pool). Movable, not
+// copyable; models keep the pool alive, so it may be destroyed before them.
+class KvPool {
+public:
+    explicit KvPool(int64_t budget_bytes, int32_t block_size = 16, int64_t budget_blocks = 0) {
+        inlay_kv_pool_params pp;
+        inlay_kv_pool_params_init(&pp);
+        pp.budget_bytes = budget_bytes;
+        pp.budget_blocks = budget_blocks;
+        pp.block_size = block_size;
+        inlay_kv_pool* raw = nullptr;
+        detail::check(inlay_kv_pool_create(&pp, &raw));
+        handle_.reset(raw);
+    }
+    [[nodiscard]] inlay_kv_pool* get() const noexcept { return handle_.get(); }
+
+private:
+    std::unique_ptr<inlay_kv_pool, detail::Deleter<inlay_kv_pool, inlay_kv_pool_free>> handle_;
+};
+
+// One message of a conversation (see inlay_session_chat).
+struct ChatMessage {
+    std::string role;     // "system", "user", "assistant", "tool", ...
+    std::string content;
+};
+
+// How a conversation is rendered: inlay_chat_params with C++ types.
+struct ChatOptions {
+    inlay_thinking thinking = INLAY_THINKING_DEFAULT;
+    bool add_generation_prompt = true;
+    std::string chat_template;  // Jinja source replacing the model's; empty = the model's
+};
+
+namespace detail {
+
+// The C views of `messages`; they point into it, which must outlive their use.
+inline std::vector<inlay_chat_message> chat_messages(std::span<const ChatMessage> messages) {
+    std::vector<inlay_chat_message> out;
+    out.reserve(messages.size());
+    for (const ChatMessage& m : messages) out.push_back({m.role.c_str(), m.content.c_str()});
+    return out;
+}
+
+inline inlay_chat_params chat_params(const ChatOptions& options) {
+    inlay_chat_params p;
+    inlay_chat_params_init(&p);
+    p.thinking = options.thinking;
+    p.add_generation_prompt = options.add_generation_prompt;
+    p.chat_template = options.chat_template.empty() ? nullptr : options.chat_template.c_str();
+    return p;
+}
+
+}  // namespace detail
 
 class Model {
 public:
@@ -92,6 +157,10 @@ public:
         inlay_model_params_init(&mp);
         mp.n_threads = options.n_threads;
         mp.context_length = options.context_length;
+        mp.kv_pool = options.kv_pool ? options.kv_pool->get() : nullptr;
+        mp.kv_budget_bytes = options.kv_budget_bytes;
+        mp.kv_block_size = options.kv_block_size;
+        mp.batch_tokens = options.batch_tokens;
         if (options.progress) {
             mp.progress = [](float p, void* user) -> bool {
                 auto* c = static_cast<Ctx*>(user);
@@ -127,6 +196,16 @@ public:
         return info;
     }
 
+    // KV pool and batching counters of this model's engine (thread-safe).
+    [[nodiscard]] inlay_metrics metrics() const {
+        inlay_metrics m{};
+        m.struct_size = sizeof(m);
+        detail::check(inlay_model_get_metrics(get(), &m));
+        return m;
+    }
+    // Caps this model's KV blocks in its pool (0 = none).
+    void set_kv_cap(int64_t max_blocks) { detail::check(inlay_model_set_kv_cap(get(), max_blocks)); }
+
     // flags: inlay_tokenize_flags (default: BOS if the vocabulary wants it, special tokens parsed).
     [[nodiscard]] std::vector<int32_t> tokenize(
         std::string_view text, uint32_t flags = INLAY_TOKENIZE_ADD_BOS | INLAY_TOKENIZE_PARSE_SPECIAL) const {
@@ -150,6 +229,20 @@ public:
         std::string text(length + 1, '\0');
         detail::check(inlay_detokenize(get(), tokens.data(), tokens.size(), render_special, text.data(), text.size(),
                                        &length));
+        text.resize(length);
+        return text;
+    }
+
+    // The conversation rendered with the model's chat template (or options.chat_template).
+    [[nodiscard]] std::string apply_chat_template(std::span<const ChatMessage> messages,
+                                                  const ChatOptions& options = {}) const {
+        const auto msgs = detail::chat_messages(messages);
+        const inlay_chat_params p = detail::chat_params(options);
+        size_t length = 0;
+        inlay_status status = inlay_chat_apply_template(get(), msgs.data(), msgs.size(), &p, nullptr, 0, &length);
+        if (status != INLAY_ERR_BUFFER_TOO_SMALL) detail::check(status);
+        std::string text(length + 1, '\0');
+        detail::check(inlay_chat_apply_template(get(), msgs.data(), msgs.size(), &p, text.data(), text.size(), &length));
         text.resize(length);
         return text;
     }
@@ -239,6 +332,23 @@ public:
         return generate_tokens(tokens, options, nullptr);
     }
 
+    // One chat turn: renders the whole conversation and generates the reply, processing
+    // only what the session's history lacks (inlay_session_chat). Append the reply's
+    // text as an "assistant" message for the next turn.
+    template <class OnToken>
+    Result chat(std::span<const ChatMessage> messages, const ChatOptions& chat_options, const GenerateOptions& options,
+                OnToken&& on_token) {
+        const auto msgs = detail::chat_messages(messages);
+        const inlay_chat_params cp = detail::chat_params(chat_options);
+        return run(options, on_token, [&](const inlay_generate_params* p, inlay_result** out) {
+            return inlay_session_chat(get(), msgs.data(), msgs.size(), &cp, p, out);
+        });
+    }
+    Result chat(std::span<const ChatMessage> messages, const ChatOptions& chat_options = {},
+                const GenerateOptions& options = {}) {
+        return chat(messages, chat_options, options, nullptr);
+    }
+
     // Teacher forcing: appends `tokens`; returns tokens.size() * n_vocab() logits.
     [[nodiscard]] std::vector<float> eval_logits(std::span<const int32_t> tokens) {
         std::vector<float> logits(tokens.size() * n_vocab_);
@@ -256,7 +366,19 @@ public:
     void cancel() noexcept { inlay_session_cancel(get()); }
     [[nodiscard]] size_t n_vocab() const noexcept { return n_vocab_; }
 
+    // A new session continuing this conversation, sharing its KV (copy-on-write).
+    [[nodiscard]] Session fork() const {
+        inlay_session* raw = nullptr;
+        detail::check(inlay_session_fork(get(), &raw));
+        return Session(raw, n_vocab_);
+    }
+    // The conversation and its KV to / from a session file (validated when read).
+    void save(const std::string& path) const { detail::check(inlay_session_save(get(), path.c_str())); }
+    void restore(const std::string& path) { detail::check(inlay_session_restore(get(), path.c_str())); }
+
 private:
+    Session(inlay_session* handle, size_t n_vocab) noexcept : handle_(handle), n_vocab_(n_vocab) {}
+
     template <class OnToken, class Call>
     Result run(const GenerateOptions& options, OnToken& on_token, Call&& call) {
         inlay_generate_params p = options.params;

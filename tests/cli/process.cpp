@@ -26,7 +26,8 @@ std::string slurp(const std::filesystem::path& path) {
 
 }  // namespace
 
-ProcessResult run_process(const std::filesystem::path& program, const std::vector<std::string>& args) {
+ProcessResult run_process(const std::filesystem::path& program, const std::vector<std::string>& args,
+                          const std::filesystem::path& stdin_path) {
     static std::atomic<int> counter{0};
     static const std::filesystem::path dir = scratch_dir("cli_process");
     const int id = counter++;
@@ -50,7 +51,8 @@ ProcessResult run_process(const std::filesystem::path& program, const std::vecto
 
     posix_spawn_file_actions_t actions;
     posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
+    const std::string in_path = stdin_path.string();
+    posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, in_path.c_str(), O_RDONLY, 0);
     posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     pid_t pid = 0;

@@ -14,10 +14,12 @@ struct ProcessResult {
     std::string err;
 };
 
-// Runs `program` with `args` (no shell), stdin from /dev/null, and waits for it. The
-// environment is this process's plus INLAY_N_THREADS=1 (for the examples). Output goes
-// through files in the test scratch area, so large outputs cannot block the child.
-ProcessResult run_process(const std::filesystem::path& program, const std::vector<std::string>& args);
+// Runs `program` with `args` (no shell), stdin from `stdin_path` (default /dev/null), and
+// waits for it. The environment is this process's plus INLAY_N_THREADS=1 (for the
+// examples). Output goes through files in the test scratch area, so large outputs cannot
+// block the child.
+ProcessResult run_process(const std::filesystem::path& program, const std::vector<std::string>& args,
+                          const std::filesystem::path& stdin_path = "/dev/null");
 
 // The built `inlay` tool; fails the current test with a message when it is absent.
 std::filesystem::path inlay_tool();

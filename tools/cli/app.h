@@ -22,6 +22,7 @@ inline constexpr int exit_usage = 2;  // bad command line
 using CommandFn = int (*)(std::span<const std::string_view> args);
 
 int run_generate(std::span<const std::string_view> args);
+int run_chat(std::span<const std::string_view> args);
 int run_logits(std::span<const std::string_view> args);
 int run_tokenize(std::span<const std::string_view> args);
 int run_inspect(std::span<const std::string_view> args);

@@ -5,6 +5,8 @@
 //   tg: N single-token steps after a one-token prompt (greedy, EOS ignored);
 //       rate = N / (prefill_s + decode_s).
 // One warm-up run of each, then the median of R repetitions.
+// With --concurrency N it measures N sessions generating at once instead
+// (bench_concurrency.cpp).
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -20,6 +22,7 @@
 
 #include "app.h"
 #include "args.h"
+#include "bench_concurrency.h"
 #include "load.h"
 
 namespace inlay::cli {
@@ -81,12 +84,13 @@ int run_bench(std::span<const std::string_view> args) {
     int32_t n_gen = 64;
     int32_t repetitions = 5;
     int32_t n_threads = 0;
+    int32_t concurrency = 0;
     bool json = false;
     constexpr double limit = 1 << 20;
 
     const CommandSpec spec{
         "bench",
-        "-m MODEL [-p 128] [-n 64] [-r 5] [-t THREADS] [--json]",
+        "-m MODEL [-p 128] [-n 64] [-r 5] [-t THREADS] [--concurrency N] [--json]",
         "Measures prompt processing (pp) and generation (tg) speed; median of R runs after a warm-up.",
         {
             {"--model", "-m", "MODEL", "GGUF model file", &model_path, 0, 0, true},
@@ -94,10 +98,26 @@ int run_bench(std::span<const std::string_view> args) {
             {"--n-gen", "-n", "N", "generated tokens of the tg test; 0 skips it (default 64)", &n_gen, 0, limit},
             {"--repetitions", "-r", "R", "measured runs of each test (default 5)", &repetitions, 1, 1000},
             {"--threads", "-t", "N", "compute threads; 0 = all cores (default)", &n_threads, 0, 1024},
+            {"--concurrency", "-c", "N",
+             "instead: N sessions generating -n tokens at once from different prompts of -p tokens (default 8); "
+             "aggregate decode tokens/s and per-session latency",
+             &concurrency, 1, 1024},
             {"--json", "", "", "print one JSON object", &json},
         },
     };
-    if (parse_args(spec, args).help) return exit_ok;
+    const ParsedArgs parsed = parse_args(spec, args);
+    if (parsed.help) return exit_ok;
+    if (parsed.has("--concurrency")) {
+        ConcurrencyBench b;
+        b.model_path = model_path;
+        b.concurrency = concurrency;
+        b.n_gen = std::max<int32_t>(n_gen, 1);
+        b.n_prompt = parsed.has("--n-prompt") ? std::max<int32_t>(n_prompt, 1) : 8;
+        b.repetitions = repetitions;
+        b.n_threads = n_threads;
+        b.json = json;
+        return run_concurrency_bench(b);
+    }
 
     // Room for the longer test plus a margin, and no more: the KV cache stays small.
     const int32_t context_length = std::max(n_prompt, n_gen + 1) + 16;

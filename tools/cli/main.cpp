@@ -25,8 +25,9 @@ struct CommandEntry {
     CommandFn run;
 };
 
-constexpr std::array<CommandEntry, 6> commands{{
+constexpr std::array<CommandEntry, 7> commands{{
     {"generate", "generate text from a prompt (streamed to stdout)", inlay::cli::run_generate},
+    {"chat", "chat through the model's chat template (stdin lines in, replies out)", inlay::cli::run_chat},
     {"logits", "teacher-forced top-k logits for every prompt position", inlay::cli::run_logits},
     {"tokenize", "show the token ids of a text", inlay::cli::run_tokenize},
     {"inspect", "show a GGUF file's metadata and tensors", inlay::cli::run_inspect},
