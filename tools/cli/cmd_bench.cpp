@@ -1,7 +1,7 @@
 // inlay bench: prompt-processing (pp) and generation (tg) speed, measured like
 // llama-bench and shared/tools/llamacpp-peer/bench.sh so the numbers compare:
-//   pp: one batch of P prompt tokens (ids 100..100+P-1, modulo the vocabulary) in an
-//       empty session; rate = P / prefill_s.
+//   pp: one batch of P prompt tokens in an empty session, different ids in every run
+//       (so the prefix cache serves none); rate = P / prefill_s.
 //   tg: N single-token steps after a one-token prompt (greedy, EOS ignored);
 //       rate = N / (prefill_s + decode_s).
 // One warm-up run of each, then the median of R repetitions.
@@ -13,6 +13,7 @@
 #include <cmath>
 #include <filesystem>
 #include <limits>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -51,12 +52,20 @@ int64_t peak_rss_bytes() {
     return static_cast<int64_t>(usage.ru_maxrss) * 1024;  // Linux reports KiB
 }
 
-double run_pp(Session& session, std::span<const int32_t> prompt) {
+// Run `run` of the pp test: tokens 100 + run * P + i (modulo the vocabulary), so no
+// two runs share a first block and the engine's prefix cache cannot serve a later run
+// from an earlier one's KV; a run that reuses any KV anyway is an error, not a figure.
+double run_pp(Session& session, int32_t n_prompt, int32_t n_vocab, int32_t run) {
+    std::vector<int32_t> prompt(static_cast<size_t>(n_prompt));
+    for (int32_t i = 0; i < n_prompt; ++i)
+        prompt[static_cast<size_t>(i)] = static_cast<int32_t>((100 + int64_t{run} * n_prompt + i) % n_vocab);
     session.reset();
     GenerateOptions options;
     options.params.max_tokens = 0;
     const inlay_timings t = session.generate_tokens(prompt, options).timings();
-    return t.prefill_s > 0 ? static_cast<double>(prompt.size()) / t.prefill_s : 0.0;
+    if (t.prompt_tokens_reused != 0)
+        throw std::runtime_error(fmt::format("the pp run reused {} cached prompt tokens", t.prompt_tokens_reused));
+    return t.prefill_s > 0 ? static_cast<double>(n_prompt) / t.prefill_s : 0.0;
 }
 
 double run_tg(Session& session, int32_t first_token, int32_t n_gen) {
@@ -124,15 +133,13 @@ int run_bench(std::span<const std::string_view> args) {
     LoadedModel loaded = load_model(model_path, n_threads, context_length, !json);
     Session session(loaded.model);
     const auto n_vocab = static_cast<int32_t>(session.n_vocab());
-    std::vector<int32_t> prompt(static_cast<size_t>(n_prompt));
-    for (int32_t i = 0; i < n_prompt; ++i) prompt[static_cast<size_t>(i)] = (100 + i) % n_vocab;
     const int32_t first_token = 100 % n_vocab;
 
     std::vector<double> pp_samples;
     std::vector<double> tg_samples;
     if (n_prompt > 0) {
-        run_pp(session, prompt);  // warm-up
-        for (int32_t r = 0; r < repetitions; ++r) pp_samples.push_back(run_pp(session, prompt));
+        run_pp(session, n_prompt, n_vocab, 0);  // warm-up
+        for (int32_t r = 0; r < repetitions; ++r) pp_samples.push_back(run_pp(session, n_prompt, n_vocab, r + 1));
     }
     if (n_gen > 0) {
         run_tg(session, first_token, n_gen);  // warm-up
