@@ -42,7 +42,10 @@ static size_t fresh_generate(inlay_model* model, const int32_t* tokens, size_t n
 }
 
 /* One chat turn; checks it against a fresh session on the whole conversation and
- * returns the number of prompt tokens it processed. The reply goes to reply[]. */
+ * returns the number of prompt tokens it processed. The reply goes to reply[]. The
+ * count is also checked where the work is measured: the call's timings and the
+ * model's metrics (tokens_prefilled grows by what was computed, the prompt tokens less
+ * those whose KV came from the prefix cache). */
 static size_t chat_turn(inlay_model* model, inlay_session* s, const inlay_chat_message* m, size_t n,
                         const inlay_chat_params* cp, const inlay_generate_params* gp, char* reply, size_t cap) {
     int32_t all[2048];
@@ -54,13 +57,28 @@ static size_t chat_turn(inlay_model* model, inlay_session* s, const inlay_chat_m
     size_t n_expected = fresh_generate(model, all, n_all, gp, expected);
     size_t n_session = 0;
     inlay_result* r = NULL;
+    inlay_metrics before;
+    inlay_metrics after;
+    inlay_timings timings;
+    memset(&before, 0, sizeof before);
+    memset(&after, 0, sizeof after);
+    memset(&timings, 0, sizeof timings);
+    before.struct_size = after.struct_size = sizeof(inlay_metrics);
+    timings.struct_size = sizeof timings;
+    CHECK_STATUS(inlay_model_get_metrics(model, &before), INLAY_OK);
     CHECK_STATUS(inlay_session_chat(s, m, n, cp, gp, &r), INLAY_OK);
     if (!r) return 0;
+    CHECK_STATUS(inlay_model_get_metrics(model, &after), INLAY_OK);
+    CHECK_STATUS(inlay_result_timings(r, &timings), INLAY_OK);
     ids = inlay_result_tokens(r, &n_ids);
     CHECK(n_ids == n_expected && n_ids > 0);
     CHECK(n_ids == n_expected && memcmp(ids, expected, n_ids * sizeof(int32_t)) == 0);
     inlay_result_prompt_tokens(r, &n_prompt);
     CHECK(n_prompt >= 1 && n_prompt <= n_all);
+    CHECK(timings.prompt_tokens == (int64_t)n_prompt && timings.generated_tokens == (int64_t)n_ids);
+    CHECK(timings.prompt_tokens_reused >= 0 && timings.prompt_tokens_reused < timings.prompt_tokens);
+    CHECK(after.tokens_prefilled - before.tokens_prefilled == timings.prompt_tokens - timings.prompt_tokens_reused);
+    CHECK(after.tokens_generated - before.tokens_generated == (int64_t)n_ids);
     CHECK_STATUS(inlay_session_n_tokens(s, &n_session), INLAY_OK);
     CHECK(n_session == n_all + n_ids);
     snprintf(reply, cap, "%s", inlay_result_text(r));
