@@ -14,6 +14,7 @@
 #if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
 
 #include <cmath>
+#include <cstring>
 
 #include "core/half.h"
 #include "quant/blocks.h"
@@ -234,6 +235,33 @@ void dot_q4_0(int64_t n, float* result, const uint8_t* w, size_t stride, const v
     else result[0] = acc1;
 }
 
+// The 32 bytes {0, 2} of sub-block K of a Q1_0 block's sign bits. With AVX512BW the
+// 32 bits are a byte mask (bit i selects byte i): a mask load and one masked move,
+// instead of a shuffle, two ands and a compare per row and sub-block.
+#if defined(__AVX512BW__) && defined(__AVX512VL__)
+constexpr int kQ1Rows = 8;  // rows per group: 32 vector registers hold 8 rows' sums
+struct Q1Bits {
+    const uint8_t* qs = nullptr;
+    void load(const BlockQ1_0& b) { qs = b.qs; }
+    template <int K>
+    __m256i twos() const {
+        uint32_t word;
+        std::memcpy(&word, qs + 4 * K, sizeof word);
+        return _mm256_maskz_mov_epi8(_cvtu32_mask32(word), _mm256_set1_epi8(2));
+    }
+};
+#else
+constexpr int kQ1Rows = 4;
+struct Q1Bits {
+    __m256i bits;
+    void load(const BlockQ1_0& b) { bits = _mm256_broadcastsi128_si256(load16(b.qs)); }
+    template <int K>
+    __m256i twos() const {
+        return bits_to_twos<K>(bits);
+    }
+};
+#endif
+
 // Q1_0 against Q8_0: each 128-weight block meets four activation blocks. With b_i the
 // weight bits, sum (b_i ? x_i : -x_i) = sum 2*b_i*x_i - sum x_i: an unsigned-by-signed
 // dot of bytes {0, 2} with x, started from -sum(x) (computed once per activation block
@@ -251,16 +279,16 @@ void dot_q1_0(int64_t n, float* result, const uint8_t* w, size_t stride, const v
     }
     const __m256i ones = _mm256_set1_epi8(1);
     for (int64_t b = 0; b < n / kQK1_0; ++b) {
-        __m256i bits[R];
         __m256 block[R];
-        for (int r = 0; r < R; ++r) bits[r] = _mm256_broadcastsi128_si256(load16(wr[r][b].qs));
+        Q1Bits bits[R];
+        for (int r = 0; r < R; ++r) bits[r].load(wr[r][b]);
         auto sub_block = [&]<int k>() {
             const BlockQ8_0& xb = x[b * K + k];
             const __m256i xq = load32(xb.qs);
             const __m256i neg_sum = _mm256_sub_epi32(_mm256_setzero_si256(), dot_u8_i8(ones, xq));
             const __m256 dx = _mm256_set1_ps(f16_to_f32(xb.d));
             for (int r = 0; r < R; ++r) {
-                const __m256 p = _mm256_cvtepi32_ps(dot_u8_i8_add(neg_sum, bits_to_twos<k>(bits[r]), xq));
+                const __m256 p = _mm256_cvtepi32_ps(dot_u8_i8_add(neg_sum, bits[r].template twos<k>(), xq));
                 block[r] = k == 0 ? _mm256_mul_ps(dx, p) : _mm256_fmadd_ps(dx, p, block[r]);
             }
         };
@@ -300,7 +328,7 @@ VecDotRowsFn avx2_rows_kernel(DType weight) {
         case DType::Q4_1: return row_groups<4, dot_block32<BlockQ4_1, 4>, dot_block32<BlockQ4_1, 1>>;
         case DType::Q5_0: return row_groups<4, dot_block32<BlockQ5_0, 4>, dot_block32<BlockQ5_0, 1>>;
         case DType::Q5_1: return row_groups<4, dot_block32<BlockQ5_1, 4>, dot_block32<BlockQ5_1, 1>>;
-        case DType::Q1_0: return row_groups<4, dot_q1_0<4>, dot_q1_0<1>>;
+        case DType::Q1_0: return row_groups<kQ1Rows, dot_q1_0<kQ1Rows>, dot_q1_0<1>>;
         default: return avx2_kquant_rows_kernel(weight);
     }
 }
