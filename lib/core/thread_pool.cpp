@@ -50,8 +50,13 @@ void ThreadPool::work_on(uint32_t gen) noexcept {
     for (;;) {
         in_flight_.fetch_add(1, std::memory_order_acq_rel);
         uint64_t w = work_.load(std::memory_order_acquire);
+        // The chunk count of region `gen` only: a worker that arrives after the caller
+        // has finished region `gen` and begun writing the next one must not compare the
+        // old claim counter with the new count.
+        const uint64_t region = region_.load(std::memory_order_acquire);
+        const uint64_t n_chunks = (region >> 32) == gen ? (region & kChunkMask) : 0;
         bool claimed = false;
-        while ((w >> 32) == gen && (w & kChunkMask) < n_chunks_) {
+        while ((w >> 32) == gen && (w & kChunkMask) < n_chunks) {
             if (work_.compare_exchange_weak(w, w + 1, std::memory_order_acq_rel, std::memory_order_acquire)) {
                 claimed = true;
                 break;
@@ -74,12 +79,16 @@ void ThreadPool::work_on(uint32_t gen) noexcept {
 }
 
 void ThreadPool::run_impl(size_t n_chunks, ChunkFn fn, void* ctx) {
+    if (n_chunks >= kChunkMask) {  // beyond the packed count: no pool needed for such a split
+        for (size_t c = 0; c < n_chunks; ++c) fn(ctx, c);
+        return;
+    }
     std::lock_guard region(region_mutex_);
     const uint32_t gen = generation_.load(std::memory_order_relaxed) + 1;
     task_ = fn;
     task_ctx_ = ctx;
-    n_chunks_ = n_chunks;
     error_ = nullptr;
+    region_.store((static_cast<uint64_t>(gen) << 32) | n_chunks, std::memory_order_release);
     work_.store(static_cast<uint64_t>(gen) << 32, std::memory_order_release);  // publishes the task
     // seq_cst store then load (against the workers' seq_cst announce-then-check): at
     // least one side sees the other, so a sleeping worker is woken. A miss would only

@@ -84,7 +84,11 @@ private:
 
     ChunkFn task_ = nullptr;
     void* task_ctx_ = nullptr;
-    size_t n_chunks_ = 0;
+    // High 32 bits: generation of the current region; low 32 bits: its chunk count. The
+    // count carries its generation so that a late worker holding an old generation never
+    // pairs that generation's claim counter with the next region's count (it would claim
+    // a chunk the next region runs again).
+    std::atomic<uint64_t> region_{0};
     // High 32 bits: generation of the current region; low 32 bits: next chunk to claim.
     std::atomic<uint64_t> work_{0};
     std::atomic<uint32_t> generation_{0};  // futex word the workers sleep on

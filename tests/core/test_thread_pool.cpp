@@ -1,6 +1,7 @@
 #include <catch2/catch.hpp>
 
 #include <atomic>
+#include <chrono>
 #include <stdexcept>
 #include <thread>
 #include <vector>
@@ -91,4 +92,26 @@ TEST_CASE("idle workers sleep and wake for the next region", "[thread_pool]") {
     std::atomic<int> count{0};
     pool.run(30, [&](size_t) { count.fetch_add(1); });
     REQUIRE(count.load() == 30);
+}
+
+TEST_CASE("a late worker never runs a chunk of the next region", "[thread_pool]") {
+    // More workers than cores, so some are descheduled between seeing a region and
+    // claiming from it. Regions alternate small and large chunk counts: a worker that
+    // compared an old region's exhausted claim counter with the next region's larger
+    // count used to claim (and run) a chunk that the next region then ran again, which
+    // corrupted in-place operations (RoPE) and so engine outputs (about once in 10^4 regions here).
+    ThreadPool pool(32);
+    std::vector<std::atomic<int>> hits(48);
+    long regions = 0, bad = 0;
+    const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(1500);
+    while (std::chrono::steady_clock::now() < until) {
+        for (const size_t n : {size_t{2}, size_t{3}, size_t{48}}) {
+            for (size_t i = 0; i < n; ++i) hits[i].store(0, std::memory_order_relaxed);
+            pool.run(n, [&](size_t c) { hits[c].fetch_add(1, std::memory_order_relaxed); });
+            for (size_t i = 0; i < n; ++i) bad += hits[i].load() != 1;
+            ++regions;
+        }
+    }
+    INFO(regions << " regions");
+    REQUIRE(bad == 0);
 }

@@ -1,0 +1,112 @@
+// Batch invariance of one forward pass: a sequence's logits and the K/V it writes must be
+// bit for bit the same whatever else shares the step (other sequences' decode tokens and
+// prefill chunks, in any order and number). The engine's "N sessions == each alone"
+// guarantee rests on this; a difference of one ulp is enough to flip a near-tie argmax.
+#include <catch2/catch.hpp>
+
+#include <cstring>
+#include <random>
+
+#include "runtime_test_util.h"
+
+using namespace inlay;
+using namespace inlay::test;
+
+namespace {
+
+struct Probe {
+    std::vector<float> logits;
+    std::vector<std::byte> kv;  // the probed sequence's last block after the step
+};
+
+// Prefills `prompt` minus its last token into blocks [0..) of a fresh store (alone),
+// then runs the last token at its position together with `extra` random tokens of other
+// sequences (prefill chunks and decode tokens, interleaved at random), and returns the
+// probed token's logits and its block.
+Probe probe(const Executor& ex, const std::vector<int32_t>& prompt, int n_others, int extra_tokens, unsigned seed,
+            int64_t block_size) {
+    const int32_t n_vocab = static_cast<int32_t>(ex.spec().n_vocab);
+    const auto store = ex.new_kv_store(ex.kv_geometry(block_size, DType::F16), 256);
+    const auto ws = ex.new_workspace(256, 64);
+    std::mt19937 rng(seed);
+    const auto len = static_cast<int64_t>(prompt.size());
+    const int64_t own_blocks = (len + block_size - 1) / block_size;
+    std::vector<int32_t> table(static_cast<size_t>(own_blocks));
+    for (int64_t b = 0; b < own_blocks; ++b) table[static_cast<size_t>(b)] = static_cast<int32_t>(b);
+    std::vector<float> scratch(static_cast<size_t>(64 * n_vocab));
+    {
+        std::vector<int32_t> pos(static_cast<size_t>(len - 1)), sot(static_cast<size_t>(len - 1), 0);
+        for (int64_t p = 0; p + 1 < len; ++p) pos[static_cast<size_t>(p)] = static_cast<int32_t>(p);
+        const BatchSequence s{table, len - 1};
+        if (len > 1)
+            ex.step(*store, *ws, std::span<const int32_t>(prompt.data(), static_cast<size_t>(len - 1)),
+                    BatchLayout{pos, sot, std::span<const BatchSequence>(&s, 1)}, {}, scratch.data());
+    }
+    // Other sequences: each owns fresh blocks after ours and contributes a run of tokens
+    // at positions 0.. (its prefill) whose attention covers only its own run.
+    std::vector<std::vector<int32_t>> other_tables(static_cast<size_t>(n_others));
+    std::vector<int64_t> other_len(static_cast<size_t>(n_others), 0);
+    for (int k = 0; k < extra_tokens; ++k) ++other_len[rng() % static_cast<size_t>(std::max(1, n_others))];
+    int32_t next_block = static_cast<int32_t>(own_blocks);
+    for (int i = 0; i < n_others; ++i)
+        for (int64_t b = 0; b < (other_len[static_cast<size_t>(i)] + block_size - 1) / block_size; ++b)
+            other_tables[static_cast<size_t>(i)].push_back(next_block++);
+    // Sequence slots: 0 = probed, 1.. = others; tokens in a shuffled sequence order.
+    std::vector<BatchSequence> seqs;
+    seqs.push_back(BatchSequence{table, len});
+    for (int i = 0; i < n_others; ++i)
+        seqs.push_back(BatchSequence{other_tables[static_cast<size_t>(i)], other_len[static_cast<size_t>(i)]});
+    std::vector<int> order(static_cast<size_t>(n_others + 1));
+    for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int>(i);
+    std::shuffle(order.begin(), order.end(), rng);
+    std::vector<int32_t> tokens, pos, sot, rows;
+    int32_t probed_row = -1;
+    for (const int s : order) {
+        if (s == 0) {
+            probed_row = static_cast<int32_t>(tokens.size());
+            tokens.push_back(prompt.back());
+            pos.push_back(static_cast<int32_t>(len - 1));
+            sot.push_back(0);
+            continue;
+        }
+        for (int64_t p = 0; p < other_len[static_cast<size_t>(s - 1)]; ++p) {
+            tokens.push_back(static_cast<int32_t>(3 + rng() % static_cast<unsigned>(n_vocab - 3)));
+            pos.push_back(static_cast<int32_t>(p));
+            sot.push_back(s);
+        }
+    }
+    // Logit rows: the probed token and, at random, the last token of some others.
+    for (size_t t = 0; t < tokens.size(); ++t)
+        if (static_cast<int32_t>(t) == probed_row || (rows.size() < 60 && rng() % 3 == 0)) rows.push_back(static_cast<int32_t>(t));
+    ex.step(*store, *ws, tokens, BatchLayout{pos, sot, seqs}, rows, scratch.data());
+    const auto k = static_cast<size_t>(std::find(rows.begin(), rows.end(), probed_row) - rows.begin());
+    Probe out;
+    out.logits.assign(scratch.begin() + static_cast<ptrdiff_t>(k * static_cast<size_t>(n_vocab)),
+                      scratch.begin() + static_cast<ptrdiff_t>((k + 1) * static_cast<size_t>(n_vocab)));
+    out.kv.resize(store->block_bytes());
+    ex.read_block(*store, table.back(), out.kv);
+    return out;
+}
+
+}  // namespace
+
+TEST_CASE("a sequence's logits and K/V do not depend on the rest of the batch", "[engine][invariance]") {
+    for (const DType type : {DType::F32, DType::Q8_0, DType::F16}) {
+        TinyLlamaOptions o;
+        o.weight_type = type;
+        const auto model = tiny_model(o, "invariance-" + std::string(dtype_name(type)), 2);
+        const Executor& ex = model->executor();
+        const auto n_vocab = static_cast<int32_t>(model->spec().n_vocab);
+        for (int trial = 0; trial < 16; ++trial) {
+            const auto prompt = prompt_of(trial % 6, 2 + (trial * 13) % 60, n_vocab);
+            const Probe alone = probe(ex, prompt, 0, 0, 1, 8);
+            for (const int extra : {1, 7, 16, 17, 63, 200}) {
+                const Probe mixed = probe(ex, prompt, 1 + extra % 9, extra, static_cast<unsigned>(trial * 977 + extra), 8);
+                INFO("weights " << dtype_name(type) << ", prompt of " << prompt.size() << ", " << extra
+                                << " other tokens");
+                REQUIRE(std::memcmp(alone.kv.data(), mixed.kv.data(), alone.kv.size()) == 0);
+                REQUIRE(std::memcmp(alone.logits.data(), mixed.logits.data(), alone.logits.size() * sizeof(float)) == 0);
+            }
+        }
+    }
+}
