@@ -73,6 +73,7 @@ private:
     int64_t prompt_end_ = 0;       // sequence length after the input was appended
     bool admitted_ = false;
     bool counted_prefill_ = false;
+    int64_t reuse_pending_ = 0;    // prefix-cache tokens found while still waiting
     std::unique_ptr<Sampler> sampler_;
     std::atomic<int64_t> produced_{0};
 

@@ -102,8 +102,7 @@ void Engine::admit_locked() {
                 if (!hit) break;
                 seq.blocks_.push_back(*hit);
                 seq.n_cached_ += bs;
-                req->reused += bs;
-                counters_.prefix_tokens_reused += bs;
+                req->reuse_pending_ += bs;
             }
         }
         // Blocks for the first chunk, with one block of headroom per running sequence so
@@ -115,6 +114,11 @@ void Engine::admit_locked() {
         if (pool_->available(owner_) < want) release_idle_locked(want);
         if (pool_->available(owner_) < want && !running_.empty()) break;  // wait for memory
         // Alone (or with room): admit; reserve() fails it with KV_FULL if nothing fits.
+        // Reuse counts once admitted: a request that waits may lose (and find again) its
+        // prefix blocks several times.
+        req->reused += req->reuse_pending_;
+        counters_.prefix_tokens_reused += req->reuse_pending_;
+        req->reuse_pending_ = 0;
         waiting_.pop_front();
         const auto pos = std::upper_bound(running_.begin(), running_.end(), req,
                                           [](const auto& a, const auto& b) { return a->arrival_ < b->arrival_; });
@@ -259,6 +263,7 @@ int64_t Engine::release_idle_locked(int64_t want) {
         if (s.blocks_.empty()) continue;
         released += static_cast<int64_t>(s.blocks_.size());
         release_from(s, 0);
+        (*it)->reuse_pending_ = 0;
         if (enough()) return released;
     }
     return released;
@@ -276,7 +281,10 @@ void Engine::enforce_cap_locked() {
         if (!over()) return;
         release_from(*s, 0);
     }
-    for (auto it = waiting_.rbegin(); it != waiting_.rend() && over(); ++it) release_from(*(*it)->seq_, 0);
+    for (auto it = waiting_.rbegin(); it != waiting_.rend() && over(); ++it) {
+        release_from(*(*it)->seq_, 0);
+        (*it)->reuse_pending_ = 0;
+    }
     while (over() && running_.size() > 1) preempt_locked(*running_.back());
 }
 
