@@ -209,10 +209,13 @@ TEST_CASE("soak: many requests with random lengths and cancels", "[soak]") {
     o.context = 512;
     const auto model = tiny_model(o, "soak", 2);
     References refs(*model);
-    auto engine = small_engine(model, 48, 64, 8);
+    // 24 blocks of 8 tokens for 8 threads asking up to ~85 tokens each: preemption is common.
+    auto engine = small_engine(model, 24, 64, 8);
     const int total = env_int("INLAY_SOAK_REQUESTS", 120);
     const int threads = 8;
-    const int per_thread = std::max(1, total / threads);
+    // A worker's operations are ~80% generate calls (the rest fork or reset): enough
+    // operations for `total` generate calls after the warm-up.
+    const int per_thread = std::max(1, (total * 5 / 4 + threads - 1) / threads);
     Tally tally;
     // Warm-up tenth, then the rest; resident memory must not grow with the request count.
     run_workers(engine, refs, tally, threads, std::max(1, per_thread / 10), 7, 5000);
@@ -220,12 +223,15 @@ TEST_CASE("soak: many requests with random lengths and cancels", "[soak]") {
     run_workers(engine, refs, tally, threads, per_thread, 77, 5000);
     const int64_t rss_end = rss_bytes();
     const auto m = engine->metrics();
-    WARN("soak: " << (per_thread + std::max(1, per_thread / 10)) * threads << " requests: ok " << tally.ok
-                  << ", cancelled " << tally.cancelled << ", kv_full " << tally.kv_full << "; blocks free "
+    const int generate_calls = tally.ok + tally.cancelled + tally.kv_full + tally.unexpected;
+    WARN("soak: " << generate_calls << " generate calls (" << (per_thread + std::max(1, per_thread / 10)) * threads
+                  << " operations): ok " << tally.ok << ", cancelled " << tally.cancelled << ", kv_full "
+                  << tally.kv_full << "; blocks free "
                   << m.blocks.free + m.blocks.cached << " of " << m.blocks.total << "; preemptions " << m.preemptions
                   << "; RSS " << rss_warm / 1024 << " KiB after warm-up, " << rss_end / 1024 << " KiB at the end");
     REQUIRE(tally.unexpected == 0);
     REQUIRE(tally.mismatches == 0);
+    REQUIRE(generate_calls >= total);
     check_pool_empty(*engine);
     REQUIRE(rss_end - rss_warm < int64_t{32} << 20);
 }

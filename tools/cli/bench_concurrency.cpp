@@ -146,6 +146,19 @@ int run_concurrency_bench(const ConcurrencyBench& b) {
             {"per_token_latency_s", {{"mean", pick(&Run::per_token_mean)}, {"max", pick(&Run::per_token_max)}}},
             {"forward_passes", m.steps},
             {"step_seconds_mean", m.step_seconds_mean},
+            {"step_seconds_max", m.step_seconds_max},
+            {"metrics",
+             {{"blocks_total", m.blocks_total},
+              {"blocks_free", m.blocks_free},
+              {"blocks_cached", m.blocks_cached},
+              {"blocks_shared", m.blocks_shared},
+              {"sequences_running", m.sequences_running},
+              {"sequences_waiting", m.sequences_waiting},
+              {"preemptions", m.preemptions},
+              {"tokens_prefilled", m.tokens_prefilled},
+              {"tokens_generated", m.tokens_generated},
+              {"prefix_tokens_reused", m.prefix_tokens_reused},
+              {"generated_tokens_per_s", m.generated_tokens_per_s}}},
             {"peak_rss_bytes", rss},
             {"samples", {{"aggregate_decode_tokens_per_s", samples}}},
         };
@@ -160,8 +173,13 @@ int run_concurrency_bench(const ConcurrencyBench& b) {
                        pick(&Run::ttft_max) * 1e3);
     out += fmt::format("  per later token    {:10.1f} ms mean, {:.1f} ms max (per session)\n",
                        pick(&Run::per_token_mean) * 1e3, pick(&Run::per_token_max) * 1e3);
-    out += fmt::format("  forward passes {}, {:.1f} ms each; load {:.3f} s, peak RSS {:.1f} MiB\n", m.steps,
-                       m.step_seconds_mean * 1e3, load_s, static_cast<double>(rss) / (1024.0 * 1024.0));
+    out += fmt::format("  forward passes {}, {:.1f} ms each ({:.1f} ms max); load {:.3f} s, peak RSS {:.1f} MiB\n",
+                       m.steps, m.step_seconds_mean * 1e3, m.step_seconds_max * 1e3, load_s,
+                       static_cast<double>(rss) / (1024.0 * 1024.0));
+    out += fmt::format("  KV blocks {} total, {} free ({} cached), {} shared; preemptions {}; tokens prefilled {}, "
+                       "generated {}, prefix reused {}\n",
+                       m.blocks_total, m.blocks_free, m.blocks_cached, m.blocks_shared, m.preemptions,
+                       m.tokens_prefilled, m.tokens_generated, m.prefix_tokens_reused);
     write_stdout(out);
     return exit_ok;
 }
