@@ -11,7 +11,11 @@
 
 namespace inlay {
 
-using Json = nlohmann::ordered_json;
+// std::map objects: keys come out sorted, not in file order (JSON objects are unordered),
+// and building an object of n keys costs O(n log n). ordered_json's linear key lookup
+// made it O(n^2): a minute for Qwen3's 151k-entry vocabulary, and a hang for a crafted
+// safetensors header of millions of keys.
+using Json = nlohmann::json;
 
 // Parses `text`; `origin` names the file in messages. Nesting deeper than `max_depth`
 // is rejected before parsing.

@@ -73,7 +73,7 @@ public:
     // Read-only after construction: safe to use from several threads.
     [[nodiscard]] const std::vector<StTensor>& tensors() const { return tensors_; }
     [[nodiscard]] const StTensor* find(std::string_view name) const;
-    // __metadata__ in header order.
+    // __metadata__, sorted by key (a JSON object has no order).
     [[nodiscard]] const std::vector<std::pair<std::string, std::string>>& metadata() const { return metadata_; }
     [[nodiscard]] const std::string& origin() const { return origin_; }
     [[nodiscard]] std::span<const std::byte> bytes() const { return bytes_; }
