@@ -233,9 +233,12 @@ void check_against_llamacpp(const fs::path& gguf, double tol) {
 // Tolerances (relative to each prompt's logit scale, see the top of the file).
 //  - folder and f32 GGUF: 1e-4, the bound, with an f32 KV cache (torch keeps K
 //    and V in float32; with inlay's default f16 cache the error is ~2.5e-4).
-//  - q8_0 and q4_k: the weights' own rounding dominates. The bounds are about twice the
-//    worst error measured over the 4 prompts x ~30 positions (see the WARN lines; figures
-//    in tools/train/README.md).
+//  - q8_0 and q4_k: the weights' own rounding dominates (relative RMS per weight about
+//    1/254 for Q8_0, 1/15 for Q4_K and 1/64 for the Q6_K embedding/output; see
+//    test_hf_convert.cpp), plus the kernels' Q8 rounding of activations. Measured over the
+//    4 prompts x 146 teacher-forced positions (WARN lines): folder and f32 5.5e-7, q8_0
+//    0.0133, q4_k 0.0572; the bounds are 1.5x and 1.4x those. Retraining the model
+//    changes these figures: re-measure and restate them here and in tools/train/README.md.
 constexpr double kTolF32 = 1e-4;
 constexpr double kTolQ8_0 = 2e-2;
 constexpr double kTolQ4_K = 8e-2;
@@ -255,7 +258,11 @@ TEST_CASE("default model: GGUF exports match torch", "[default_model]") {
 TEST_CASE("default model: llama.cpp agrees with inlay on the GGUF exports", "[default_model][peer]") {
     INLAY_REQUIRE_FILE_OR_SKIP(fixture_path());
     INLAY_REQUIRE_FILE_OR_SKIP(logits_dump_tool());
-    // llama.cpp's f16 KV cache alone moves logits by ~1e-3 of their scale.
+    // Same weights on both sides; llama.cpp keeps an f16 KV cache (inlay's sessions too)
+    // and sums in its own order. Measured: f32 2.9e-5, q8_0 1.6e-3, q4_k 7.0e-3 (one
+    // flipped Q8_K activation rounding moves a few logits). Bounds: 2e-3 for f32 (the
+    // foundation issue's 1e-3 doubled for the f16 cache), 1e-2 (1.4x the worst measured)
+    // for the quantized files.
     check_against_llamacpp(models_dir() / "default-f32.gguf", 2e-3);
     check_against_llamacpp(models_dir() / "default-q8_0.gguf", 1e-2);
     check_against_llamacpp(models_dir() / "default-q4_k.gguf", 1e-2);

@@ -3,7 +3,8 @@
 // code (rotate_half RoPE on unpermuted Q/K, llama3 / linear RoPE scaling, Qwen3 q/k
 // norms, tied embeddings); sharded == single file; a folder == its converted f32 GGUF
 // (the only link between them is the Q/K permutation: neox vs normal RoPE); malformed
-// folders give their status and message through the C ABI.
+// folders and every file of the malformed safetensors corpus give their status and
+// message through the C ABI.
 #include <fmt/format.h>
 
 #include <catch2/catch.hpp>
@@ -26,6 +27,7 @@
 #include "model/model.h"
 #include "runtime/session.h"
 #include "support/safetensors_fixtures.h"
+#include "support/safetensors_malformed.h"
 #include "support/test_paths.h"
 
 using namespace inlay;
@@ -637,4 +639,30 @@ TEST_CASE("malformed HF folders give their status and message through the C ABI"
     CHECK(info.n_vocab == 307);
     CHECK(info.head_dim == 16);
     inlay_model_free(model);
+}
+
+TEST_CASE("every malformed safetensors file fails the C ABI model load with its status", "[hf][malformed]") {
+    // The corpus of tests/support/safetensors_malformed.h as the model.safetensors of an
+    // otherwise valid folder: the loader maps the file (not the in-memory path the io
+    // tests use) and must report the reader's status, naming the file, with no model.
+    const auto corpus = test::malformed_safetensors_corpus();
+    REQUIRE(corpus.size() >= 20);
+    const fs::path dir = test::scratch_dir("hf_malformed_corpus");
+    test::write_tiny_hf_folder(dir, TinyHfOptions{});
+    for (const auto& c : corpus) {
+        INFO("case " << c.name);
+        {
+            std::ofstream out(dir / "model.safetensors", std::ios::binary | std::ios::trunc);
+            out.write(reinterpret_cast<const char*>(c.bytes.data()), static_cast<std::streamsize>(c.bytes.size()));
+        }
+        inlay_model* model = nullptr;
+        const inlay_status status = inlay_model_load(dir.c_str(), nullptr, &model);
+        const std::string message = inlay_last_error();
+        INFO(inlay_status_name(status) << ": " << message);
+        CHECK(model == nullptr);
+        CHECK(status == c.expected);
+        CHECK_THAT(message, Catch::Contains(c.message_contains));
+        CHECK_THAT(message, Catch::Contains("model.safetensors"));
+        inlay_model_free(model);
+    }
 }
