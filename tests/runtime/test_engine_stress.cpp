@@ -190,8 +190,9 @@ TEST_CASE("16 threads, random cancels and a small KV budget", "[stress]") {
     o.context = 512;
     const auto model = tiny_model(o, "stress", 2);
     References refs(*model);
-    // 40 blocks of 8 tokens (320 tokens) for 16 threads asking up to ~85 each.
-    auto engine = small_engine(model, 40, 64, 8);
+    // 24 blocks of 8 tokens (192 tokens) for 16 threads asking up to ~85 each: preemption
+    // in every run (40 blocks left a run without one now and then).
+    auto engine = small_engine(model, 24, 64, 8);
     Tally tally;
     run_workers(engine, refs, tally, 16, 12 * env_int("INLAY_STRESS_SCALE", 1), 1000, 3000);
     INFO("ok " << tally.ok << ", cancelled " << tally.cancelled << ", kv_full " << tally.kv_full
