@@ -12,4 +12,7 @@ cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DINLAY_BENCH=OFF > /dev/null
 cmake --build build -j"$(nproc)" --target inlay_cli
 prompt="${1:-You will}"
 shift || true
+# inlay generate prints only the continuation: show the prompt in front of it (not in
+# front of --json output).
+case " $* " in *" --json "*) ;; *) printf '%s' "$prompt" ;; esac
 exec build/tools/inlay generate -m models/default-q8_0.gguf -p "$prompt" -n 96 --temp 0.7 --seed 42 "$@"
