@@ -72,10 +72,15 @@ public:
         if (slots_.size() <= slot) slots_.resize(slot + 1);
         slots_[slot] = std::move(s);
     }
-    std::shared_ptr<Session> pick(std::mt19937& rng) {
+    // The sessions of one random worker (slots 3k..3k+2): one of them is usually in a call.
+    std::vector<std::shared_ptr<Session>> pick_worker(std::mt19937& rng) {
         std::lock_guard lock(mutex_);
-        if (slots_.empty()) return nullptr;
-        return slots_[rng() % slots_.size()];
+        if (slots_.empty()) return {};
+        const size_t first = rng() % slots_.size() / 3 * 3;
+        std::vector<std::shared_ptr<Session>> out;
+        for (size_t i = first; i < std::min(first + 3, slots_.size()); ++i)
+            if (slots_[i]) out.push_back(slots_[i]);
+        return out;
     }
     void clear() {
         std::lock_guard lock(mutex_);
@@ -150,15 +155,26 @@ void worker(const std::shared_ptr<Engine>& engine, References& refs, Tally& tall
 }
 
 // Runs `threads` workers and a canceller; returns when all are done and the sessions freed.
+// The canceller is paced by finished calls, not by the clock: after every
+// `calls_per_cancel` finished calls it waits a random time within `jitter_us` and cancels
+// whatever call one random worker has running. A slow build (ThreadSanitizer) thus
+// cancels the same share of calls as a fast one, and sequences still grow enough to preempt.
 void run_workers(const std::shared_ptr<Engine>& engine, References& refs, Tally& tally, int threads, int requests,
-                 unsigned seed, int cancel_every_us) {
+                 unsigned seed, int calls_per_cancel, int jitter_us = 3000) {
     Registry registry;
     std::atomic<bool> done{false};
     std::thread canceller([&] {
         std::mt19937 rng(seed);
+        auto finished = [&] { return tally.ok.load() + tally.cancelled.load() + tally.kv_full.load() + tally.unexpected.load(); };
+        int last = finished();
         while (!done.load()) {
-            std::this_thread::sleep_for(std::chrono::microseconds(cancel_every_us / 2 + rng() % cancel_every_us));
-            if (auto s = registry.pick(rng)) s->cancel();
+            if (finished() < last + calls_per_cancel) {
+                std::this_thread::sleep_for(std::chrono::microseconds(200));
+                continue;
+            }
+            last = finished();
+            std::this_thread::sleep_for(std::chrono::microseconds(rng() % static_cast<unsigned>(jitter_us)));
+            for (const auto& s : registry.pick_worker(rng)) s->cancel();
         }
     });
     std::vector<std::thread> pool;
@@ -194,7 +210,7 @@ TEST_CASE("16 threads, random cancels and a small KV budget", "[stress]") {
     // in every run (40 blocks left a run without one now and then).
     auto engine = small_engine(model, 24, 64, 8);
     Tally tally;
-    run_workers(engine, refs, tally, 16, 12 * env_int("INLAY_STRESS_SCALE", 1), 1000, 3000);
+    run_workers(engine, refs, tally, 16, 12 * env_int("INLAY_STRESS_SCALE", 1), 1000, 3);
     INFO("ok " << tally.ok << ", cancelled " << tally.cancelled << ", kv_full " << tally.kv_full
                << ", first problem: " << (tally.problems.empty() ? std::string("none") : tally.problems.front()));
     REQUIRE(tally.unexpected == 0);
@@ -219,9 +235,9 @@ TEST_CASE("soak: many requests with random lengths and cancels", "[soak]") {
     const int per_thread = std::max(1, (total * 5 / 4 + threads - 1) / threads);
     Tally tally;
     // Warm-up tenth, then the rest; resident memory must not grow with the request count.
-    run_workers(engine, refs, tally, threads, std::max(1, per_thread / 10), 7, 5000);
+    run_workers(engine, refs, tally, threads, std::max(1, per_thread / 10), 7, 4);
     const int64_t rss_warm = rss_bytes();
-    run_workers(engine, refs, tally, threads, per_thread, 77, 5000);
+    run_workers(engine, refs, tally, threads, per_thread, 77, 4);
     const int64_t rss_end = rss_bytes();
     const auto m = engine->metrics();
     const int generate_calls = tally.ok + tally.cancelled + tally.kv_full + tally.unexpected;
