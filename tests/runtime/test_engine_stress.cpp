@@ -7,6 +7,7 @@
 // (default 120) sets the soak's request count (the closing note's run used 2000).
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
@@ -72,24 +73,29 @@ public:
         if (slots_.size() <= slot) slots_.resize(slot + 1);
         slots_[slot] = std::move(s);
     }
-    // The sessions of one random worker (slots 3k..3k+2): one of them is usually in a call.
-    std::vector<std::shared_ptr<Session>> pick_worker(std::mt19937& rng) {
+    // Marks the session in `slot` as in a generate call (or not).
+    void set_calling(size_t slot, bool calling) {
         std::lock_guard lock(mutex_);
-        if (slots_.empty()) return {};
-        const size_t first = rng() % slots_.size() / 3 * 3;
-        std::vector<std::shared_ptr<Session>> out;
-        for (size_t i = first; i < std::min(first + 3, slots_.size()); ++i)
-            if (slots_[i]) out.push_back(slots_[i]);
-        return out;
+        if (calling) calling_.push_back(slot);
+        else calling_.erase(std::remove(calling_.begin(), calling_.end(), slot), calling_.end());
+    }
+    // A random session that is in a generate call now (null if none): cancels land on
+    // calls, not on workers busy elsewhere (computing their reference output).
+    std::shared_ptr<Session> pick_calling(std::mt19937& rng) {
+        std::lock_guard lock(mutex_);
+        if (calling_.empty()) return nullptr;
+        return slots_[calling_[rng() % calling_.size()]];
     }
     void clear() {
         std::lock_guard lock(mutex_);
         slots_.clear();
+        calling_.clear();
     }
 
 private:
     std::mutex mutex_;
     std::vector<std::shared_ptr<Session>> slots_;
+    std::vector<size_t> calling_;
 };
 
 // One worker: `n_requests` random requests on three sessions of its own.
@@ -121,7 +127,15 @@ void worker(const std::shared_ptr<Engine>& engine, References& refs, Tally& tall
             s->reset();
             const auto prompt = prompt_of(static_cast<int>(rng() % 6), 4 + static_cast<int>(rng() % 40), n_vocab);
             const int n = 1 + static_cast<int>(rng() % 40);
-            const auto result = s->generate(prompt, greedy(n));
+            registry.set_calling(first_slot + k, true);
+            GenerateResult result;
+            try {
+                result = s->generate(prompt, greedy(n));
+            } catch (...) {
+                registry.set_calling(first_slot + k, false);
+                throw;
+            }
+            registry.set_calling(first_slot + k, false);
             if (result.status == INLAY_ERR_KV_FULL) {
                 ++tally.kv_full;
             } else if (result.stop_reason == StopReason::cancelled) {
@@ -157,7 +171,7 @@ void worker(const std::shared_ptr<Engine>& engine, References& refs, Tally& tall
 // Runs `threads` workers and a canceller; returns when all are done and the sessions freed.
 // The canceller is paced by finished calls, not by the clock: after every
 // `calls_per_cancel` finished calls it waits a random time within `jitter_us` and cancels
-// whatever call one random worker has running. A slow build (ThreadSanitizer) thus
+// a random call in progress. A slow build (ThreadSanitizer) thus
 // cancels the same share of calls as a fast one, and sequences still grow enough to preempt.
 void run_workers(const std::shared_ptr<Engine>& engine, References& refs, Tally& tally, int threads, int requests,
                  unsigned seed, int calls_per_cancel, int jitter_us = 3000) {
@@ -174,7 +188,7 @@ void run_workers(const std::shared_ptr<Engine>& engine, References& refs, Tally&
             }
             last = finished();
             std::this_thread::sleep_for(std::chrono::microseconds(rng() % static_cast<unsigned>(jitter_us)));
-            for (const auto& s : registry.pick_worker(rng)) s->cancel();
+            if (auto s = registry.pick_calling(rng)) s->cancel();
         }
     });
     std::vector<std::thread> pool;
