@@ -37,9 +37,13 @@ inlay_chat_params read_chat_params(const inlay_chat_params* params, const char* 
     inlay_chat_params_init(&p);
     if (params) std::memcpy(&p, params, std::min(params->struct_size, sizeof(p)));
     p.struct_size = sizeof(p);
-    require_arg(
-        p.thinking == INLAY_THINKING_DEFAULT || p.thinking == INLAY_THINKING_OFF || p.thinking == INLAY_THINKING_ON,
-        function, "thinking must be INLAY_THINKING_DEFAULT, _OFF or _ON");
+    // A C enum field may hold any int; loading one outside the enumerators as the C++ enum
+    // type is undefined, so the check reads the raw integer.
+    int32_t thinking = 0;
+    static_assert(sizeof(p.thinking) == sizeof(thinking));
+    std::memcpy(&thinking, &p.thinking, sizeof(thinking));
+    require_arg(thinking == INLAY_THINKING_DEFAULT || thinking == INLAY_THINKING_OFF || thinking == INLAY_THINKING_ON,
+                function, "thinking must be INLAY_THINKING_DEFAULT, _OFF or _ON");
     return p;
 }
 
