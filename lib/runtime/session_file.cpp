@@ -156,7 +156,7 @@ uint64_t checksum64(std::span<const std::byte> bytes, uint64_t seed) {
         n -= 8;
     }
     uint64_t tail = 0;
-    std::memcpy(&tail, p, n);
+    if (n > 0) std::memcpy(&tail, p, n);  // p may be null for an empty span
     return mix64(h ^ tail ^ (static_cast<uint64_t>(bytes.size()) << 3));
 }
 
@@ -213,8 +213,11 @@ void write_session_file(const std::string& path, const Model& model, const KvSto
     std::unique_ptr<std::FILE, FileCloser> f(std::fopen(path.c_str(), "wb"));
     if (!f) fail(INLAY_ERR_IO, "cannot create session file '{}'", path);
     bool ok = std::fwrite(header, 1, kHeaderBytes, f.get()) == kHeaderBytes;
-    ok = ok && std::fwrite(token_bytes.data(), 1, token_bytes.size(), f.get()) == token_bytes.size();
-    ok = ok && std::fwrite(image.kv.data(), 1, image.kv.size(), f.get()) == image.kv.size();
+    // An empty conversation has no token or KV bytes (and null data pointers, which fwrite
+    // must not be given).
+    ok = ok && (token_bytes.empty() ||
+                std::fwrite(token_bytes.data(), 1, token_bytes.size(), f.get()) == token_bytes.size());
+    ok = ok && (image.kv.empty() || std::fwrite(image.kv.data(), 1, image.kv.size(), f.get()) == image.kv.size());
     ok = ok && std::fflush(f.get()) == 0;
     if (std::fclose(f.release()) != 0) ok = false;
     if (!ok) {
