@@ -20,23 +20,6 @@ using nlohmann::json;
 
 namespace {
 
-size_t count_vectors(const Tokenizer& tok, const std::string& name) {
-    const auto inputs = test::read_vocab_inputs(testdata("vocab/" + name + ".inp"));
-    const auto expected = test::read_vocab_outputs(testdata("vocab/" + name + ".out"));
-    REQUIRE(inputs.size() == 46);
-    REQUIRE(expected.size() == inputs.size());
-    size_t matched = 0;
-    for (size_t i = 0; i < inputs.size(); ++i) {
-        const std::vector<int32_t> ids = tok.encode(inputs[i], false);
-        INFO(name << " case " << i << ": \"" << inputs[i] << "\"\n  expected " << test::ids_to_string(expected[i])
-                  << "\n  got      " << test::ids_to_string(ids));
-        CHECK(ids == expected[i]);
-        if (ids == expected[i]) ++matched;
-        CHECK(tok.decode(expected[i], false, true) == inputs[i]);
-    }
-    return matched;
-}
-
 // Every token's text and type agree with the GGUF path on convert_hf_to_gguf.py's
 // conversion of the same file.
 void check_same_as_gguf(const Tokenizer& tok, const std::filesystem::path& json_path, const std::string& pre) {
@@ -124,7 +107,7 @@ TEST_CASE("tokenizer.json: Llama 3 folder matches all 46 llama-bpe vectors", "[t
     CHECK(tok->is_eog(128001));
     CHECK_FALSE(tok->is_eog(128000));
     CHECK(tok->token_type(128006) == TokenType::control);
-    CHECK(count_vectors(*tok, "ggml-vocab-llama-bpe.gguf") == 46);
+    CHECK(test::check_vocab_vectors(*tok, "ggml-vocab-llama-bpe.gguf") == 46);
     check_same_as_gguf(*tok, dir / "tokenizer.json", "llama-bpe");
     const auto ids = tok->encode("<|start_header_id|>user<|end_header_id|>\n\nHi", true);
     REQUIRE(ids.size() >= 4);
@@ -146,7 +129,7 @@ TEST_CASE("tokenizer.json: Qwen3 folder matches all 46 qwen2 vectors", "[tokeniz
     CHECK(tok->is_eog(151643));  // <|endoftext|>
     CHECK_FALSE(tok->is_eog(151644));
     CHECK(tok->token_type(151667) == TokenType::user_defined);  // <think>: special false
-    CHECK(count_vectors(*tok, "ggml-vocab-qwen2.gguf") == 46);
+    CHECK(test::check_vocab_vectors(*tok, "ggml-vocab-qwen2.gguf") == 46);
     check_same_as_gguf(*tok, dir / "tokenizer.json", "qwen2");
     // <think> is matched even without parse_special (an added non-special token).
     CHECK(tok->encode("<think>\n", false).front() == 151667);

@@ -13,29 +13,6 @@
 using namespace inlay;
 using inlay::test::testdata;
 
-namespace {
-
-// Checks all vectors of `name`; returns the number that matched exactly.
-size_t check_vectors(const Tokenizer& tok, const std::string& name) {
-    const auto inputs = test::read_vocab_inputs(testdata("vocab/" + name + ".inp"));
-    const auto expected = test::read_vocab_outputs(testdata("vocab/" + name + ".out"));
-    REQUIRE(inputs.size() == 46);
-    REQUIRE(expected.size() == inputs.size());
-    size_t matched = 0;
-    for (size_t i = 0; i < inputs.size(); ++i) {
-        const std::vector<int32_t> ids = tok.encode(inputs[i], false);
-        INFO(name << " case " << i << ": \"" << inputs[i] << "\"\n  expected " << test::ids_to_string(expected[i])
-                  << "\n  got      " << test::ids_to_string(ids));
-        CHECK(ids == expected[i]);
-        if (ids == expected[i]) ++matched;
-        // Round trip; SentencePiece vocabularies drop their dummy prefix at the start.
-        CHECK(tok.decode(expected[i], false, true) == inputs[i]);
-    }
-    return matched;
-}
-
-}  // namespace
-
 TEST_CASE("GGUF llama-spm vocabulary matches all llama.cpp vectors", "[tokenizer][vectors]") {
     const auto path = testdata("vocab/ggml-vocab-llama-spm.gguf");
     INLAY_REQUIRE_FILE_OR_SKIP(path);
@@ -47,7 +24,7 @@ TEST_CASE("GGUF llama-spm vocabulary matches all llama.cpp vectors", "[tokenizer
     CHECK(tok->add_bos());
     CHECK_FALSE(tok->add_eos());
     CHECK(tok->strips_leading_space());
-    CHECK(check_vectors(*tok, "ggml-vocab-llama-spm.gguf") == 46);
+    CHECK(test::check_vocab_vectors(*tok, "ggml-vocab-llama-spm.gguf") == 46);
 }
 
 TEST_CASE("GGUF phi-3 vocabulary matches all llama.cpp vectors", "[tokenizer][vectors]") {
@@ -58,7 +35,7 @@ TEST_CASE("GGUF phi-3 vocabulary matches all llama.cpp vectors", "[tokenizer][ve
     CHECK(tok->eos() == 32000);
     CHECK(tok->is_eog(32000));
     CHECK(tok->is_eog(tok->find_token("<|end|>")));
-    CHECK(check_vectors(*tok, "ggml-vocab-phi-3.gguf") == 46);
+    CHECK(test::check_vocab_vectors(*tok, "ggml-vocab-phi-3.gguf") == 46);
 }
 
 TEST_CASE("GGUF gpt-2 vocabulary matches all llama.cpp vectors", "[tokenizer][vectors]") {
@@ -70,7 +47,7 @@ TEST_CASE("GGUF gpt-2 vocabulary matches all llama.cpp vectors", "[tokenizer][ve
     CHECK(tok->eos() == 50256);
     CHECK(tok->is_eog(50256));
     CHECK_FALSE(tok->strips_leading_space());
-    CHECK(check_vectors(*tok, "ggml-vocab-gpt-2.gguf") == 46);
+    CHECK(test::check_vocab_vectors(*tok, "ggml-vocab-gpt-2.gguf") == 46);
 }
 
 TEST_CASE("sentencepiece library path matches the llama-spm vectors", "[tokenizer][vectors]") {
@@ -85,7 +62,7 @@ TEST_CASE("sentencepiece library path matches the llama-spm vectors", "[tokenize
     CHECK(tok->strips_leading_space());
     CHECK(tok->token_type(3) == TokenType::byte);
     CHECK(tok->token_type(1) == TokenType::control);
-    CHECK(check_vectors(*tok, "ggml-vocab-llama-spm.gguf") == 46);
+    CHECK(test::check_vocab_vectors(*tok, "ggml-vocab-llama-spm.gguf") == 46);
 }
 
 TEST_CASE("sentencepiece and GGUF llama-spm agree on the whole vocabulary", "[tokenizer][vectors]") {
@@ -119,7 +96,7 @@ TEST_CASE("Llama 3 vocabulary (pre llama-bpe) matches the llama-bpe vectors", "[
     CHECK(tok->is_eog(128009));  // <|eot_id|>
     CHECK(tok->is_eog(128001));
     CHECK_FALSE(tok->is_eog(128000));
-    CHECK(check_vectors(*tok, "ggml-vocab-llama-bpe.gguf") == 46);
+    CHECK(test::check_vocab_vectors(*tok, "ggml-vocab-llama-bpe.gguf") == 46);
 }
 
 TEST_CASE("Qwen3 vocabulary (pre qwen2) matches the qwen2 vectors", "[tokenizer][vectors]") {
@@ -132,7 +109,7 @@ TEST_CASE("Qwen3 vocabulary (pre qwen2) matches the qwen2 vectors", "[tokenizer]
     CHECK(tok->is_eog(151645));  // <|im_end|>
     CHECK(tok->is_eog(151643));  // <|endoftext|>
     CHECK_FALSE(tok->is_eog(151644));
-    CHECK(check_vectors(*tok, "ggml-vocab-qwen2.gguf") == 46);
+    CHECK(test::check_vocab_vectors(*tok, "ggml-vocab-qwen2.gguf") == 46);
 }
 
 // Optional: llama.cpp's own models/ directory (INLAY_LLAMACPP_MODELS) has the full

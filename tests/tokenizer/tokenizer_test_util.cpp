@@ -1,5 +1,7 @@
 #include "tokenizer/tokenizer_test_util.h"
 
+#include <catch2/catch.hpp>
+
 #include <cstdio>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -7,6 +9,7 @@
 #include <stdexcept>
 
 #include "io/gguf_reader.h"
+#include "support/test_paths.h"
 #include "tokenizer/byte_level.h"
 
 namespace inlay::test {
@@ -46,6 +49,24 @@ std::vector<std::vector<int32_t>> read_vocab_outputs(const std::filesystem::path
         out.push_back(std::move(v));
     }
     return out;
+}
+
+size_t check_vocab_vectors(const Tokenizer& tok, const std::string& name) {
+    const auto inputs = read_vocab_inputs(testdata("vocab/" + name + ".inp"));
+    const auto expected = read_vocab_outputs(testdata("vocab/" + name + ".out"));
+    REQUIRE(inputs.size() == 46);
+    REQUIRE(expected.size() == inputs.size());
+    size_t matched = 0;
+    for (size_t i = 0; i < inputs.size(); ++i) {
+        const std::vector<int32_t> ids = tok.encode(inputs[i], false);
+        INFO(name << " case " << i << ": \"" << inputs[i] << "\"\n  expected " << ids_to_string(expected[i])
+                  << "\n  got      " << ids_to_string(ids));
+        CHECK(ids == expected[i]);
+        if (ids == expected[i]) ++matched;
+        // Round trip; SentencePiece vocabularies drop their dummy prefix at the start.
+        CHECK(tok.decode(expected[i], false, true) == inputs[i]);
+    }
+    return matched;
 }
 
 Metadata gguf_metadata(const std::filesystem::path& path) {

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "io/metadata.h"
+#include "tokenizer/tokenizer.h"
 
 namespace inlay::test {
 
@@ -17,6 +18,11 @@ std::string read_file(const std::filesystem::path& path);
 std::vector<std::string> read_vocab_inputs(const std::filesystem::path& path);
 // The expected ids of a llama.cpp .out file, one vector per line.
 std::vector<std::vector<int32_t>> read_vocab_outputs(const std::filesystem::path& path);
+
+// Checks every llama.cpp test vector of `name` (testdata/vocab/NAME.inp and .out; 46 of
+// them) against tok: the ids (a CHECK per string) and the round trip of the expected ids
+// back to the text. Returns the number of strings whose ids matched exactly.
+size_t check_vocab_vectors(const Tokenizer& tok, const std::string& name);
 
 // Metadata of a GGUF file (through io/gguf_reader.h).
 Metadata gguf_metadata(const std::filesystem::path& path);
