@@ -2,17 +2,14 @@
 
 #include <algorithm>
 #include <bit>
-#include <cerrno>
-#include <cstdio>
 #include <cstring>
-#include <filesystem>
 #include <limits>
 #include <system_error>
 
 #include <fmt/ranges.h>
-#include <unistd.h>
 
 #include "core/error.h"
+#include "io/atomic_file.h"
 
 namespace inlay {
 namespace {
@@ -260,43 +257,23 @@ std::vector<std::byte> GgufWriter::to_bytes() const {
 }
 
 void GgufWriter::write_file(const std::string& path) const {
-    const std::string tmp = fmt::format("{}.tmp.{}", path, ::getpid());
-    std::FILE* f = std::fopen(tmp.c_str(), "wb");
-    if (!f) fail(INLAY_ERR_IO, "cannot create '{}': {}", tmp, std::strerror(errno));
-    const auto write = [&](const void* p, size_t n) {
-        if (n != 0 && std::fwrite(p, 1, n, f) != n) {
-            const int err = errno;
-            std::fclose(f);
-            std::remove(tmp.c_str());
-            fail(INLAY_ERR_IO, "cannot write '{}': {}", tmp, std::strerror(err));
-        }
-    };
+    AtomicFile file(path);
     const std::vector<std::byte> header = header_bytes();
-    write(header.data(), header.size());
+    file.write(header.data(), header.size());
     uint64_t pos = header.size();
     static constexpr std::byte kZeros[64]{};
     for (size_t i = 0; i < tensors_.size(); ++i) {
-        write(tensors_[i].data.data(), tensors_[i].data.size());
+        file.write(tensors_[i].data.data(), tensors_[i].data.size());
         pos += tensors_[i].data.size();
         if (i + 1 == tensors_.size()) break;
         for (uint64_t pad = align_up(pos, alignment_) - pos; pad > 0;) {
             const size_t n = static_cast<size_t>(std::min<uint64_t>(pad, sizeof(kZeros)));
-            write(kZeros, n);
+            file.write(kZeros, n);
             pad -= n;
             pos += n;
         }
     }
-    if (std::fclose(f) != 0) {
-        const int err = errno;
-        std::remove(tmp.c_str());
-        fail(INLAY_ERR_IO, "cannot write '{}': {}", tmp, std::strerror(err));
-    }
-    std::error_code ec;
-    std::filesystem::rename(tmp, path, ec);
-    if (ec) {
-        std::remove(tmp.c_str());
-        fail(INLAY_ERR_IO, "cannot rename '{}' to '{}': {}", tmp, path, ec.message());
-    }
+    file.commit();
 }
 
 }  // namespace inlay

@@ -1,10 +1,8 @@
 #include "io/safetensors_writer.h"
 
 #include <fmt/format.h>
-#include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -12,28 +10,10 @@
 #include <numeric>
 
 #include "core/error.h"
+#include "io/atomic_file.h"
 #include "io/safetensors_json.h"
 
 namespace inlay {
-
-void write_file_atomically(const std::string& path, std::span<const std::byte> bytes) {
-    const std::string tmp = fmt::format("{}.tmp.{}", path, ::getpid());
-    std::FILE* f = std::fopen(tmp.c_str(), "wb");
-    if (!f) fail(INLAY_ERR_IO, "cannot create '{}': {}", tmp, std::strerror(errno));
-    const bool written = bytes.empty() || std::fwrite(bytes.data(), 1, bytes.size(), f) == bytes.size();
-    const int write_errno = errno;
-    if (std::fclose(f) != 0 || !written) {
-        const int err = written ? errno : write_errno;
-        std::remove(tmp.c_str());
-        fail(INLAY_ERR_IO, "cannot write '{}': {}", tmp, std::strerror(err));
-    }
-    std::error_code ec;
-    std::filesystem::rename(tmp, path, ec);
-    if (ec) {
-        std::remove(tmp.c_str());
-        fail(INLAY_ERR_IO, "cannot rename '{}' to '{}': {}", tmp, path, ec.message());
-    }
-}
 
 void SafetensorsWriter::add_metadata(const std::string& key, std::string value) {
     for (auto& [k, v] : metadata_) {

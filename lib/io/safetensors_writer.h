@@ -54,8 +54,4 @@ private:
     std::vector<Tensor> tensors_;
 };
 
-// Writes `bytes` to a temporary file beside `path` and renames it over `path`, so a
-// reader never sees a half-written file. INLAY_ERR_IO on failure (nothing is left).
-void write_file_atomically(const std::string& path, std::span<const std::byte> bytes);
-
 }  // namespace inlay
