@@ -15,16 +15,6 @@
 extern char** environ;
 
 namespace inlay::test {
-namespace {
-
-std::string slurp(const std::filesystem::path& path) {
-    std::ifstream in(path, std::ios::binary);
-    std::ostringstream s;
-    s << in.rdbuf();
-    return s.str();
-}
-
-}  // namespace
 
 ProcessResult run_process(const std::filesystem::path& program, const std::vector<std::string>& args,
                           const std::filesystem::path& stdin_path) {
@@ -68,8 +58,8 @@ ProcessResult run_process(const std::filesystem::path& program, const std::vecto
         if (errno != EINTR) break;
     }
     result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    result.out = slurp(out_path);
-    result.err = slurp(err_path);
+    result.out = inlay::test::read_file(out_path);
+    result.err = inlay::test::read_file(err_path);
     std::filesystem::remove(out_path);
     std::filesystem::remove(err_path);
     return result;

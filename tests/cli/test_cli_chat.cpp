@@ -30,13 +30,6 @@ std::filesystem::path write_file(const std::string& name, const std::string& tex
     return path;
 }
 
-std::string read_file(const std::filesystem::path& path) {
-    std::ifstream in(path, std::ios::binary);
-    std::ostringstream s;
-    s << in.rdbuf();
-    return s.str();
-}
-
 struct TurnStats {
     long processed;
     long reused;
@@ -106,7 +99,7 @@ TEST_CASE("inlay chat: the Qwen3 template's thinking switch", "[cli][chat]") {
     const auto config = testdata("tokenizers/qwen3/tokenizer_config.json");
     INLAY_REQUIRE_FILE_OR_SKIP(model);
     INLAY_REQUIRE_FILE_OR_SKIP(config);
-    const auto tmpl = write_file("qwen3.jinja", json::parse(read_file(config))["chat_template"].get<std::string>());
+    const auto tmpl = write_file("qwen3.jinja", json::parse(inlay::test::read_file(config))["chat_template"].get<std::string>());
     auto args = chat_args(model, tmpl);
     args.insert(args.end(), {"--show-prompt", "--no-think", "-q"});
     const auto off = run_process(inlay_tool(), args, write_file("think.txt", "Hi\n"));
@@ -155,8 +148,8 @@ TEST_CASE("inlay tokenize -m FOLDER: Hugging Face tokenizer folders without weig
     INLAY_REQUIRE_FILE_OR_SKIP(llama / "tokenizer.json");
     // Reference ids: llama.cpp's vectors (Hugging Face's output), by test string.
     auto vectors = [](const std::string& name) {
-        const std::string inp = read_file(testdata("vocab/ggml-vocab-" + name + ".gguf.inp"));
-        std::istringstream out(read_file(testdata("vocab/ggml-vocab-" + name + ".gguf.out")));
+        const std::string inp = inlay::test::read_file(testdata("vocab/ggml-vocab-" + name + ".gguf.inp"));
+        std::istringstream out(inlay::test::read_file(testdata("vocab/ggml-vocab-" + name + ".gguf.out")));
         std::vector<std::pair<std::string, std::vector<int32_t>>> cases;
         const std::string separator = "\n__ggml_vocab_test__\n";
         size_t start = 0;

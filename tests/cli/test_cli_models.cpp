@@ -22,13 +22,6 @@ using nlohmann::json;
 
 namespace {
 
-std::string read_file(const std::filesystem::path& path) {
-    std::ifstream in(path, std::ios::binary);
-    std::ostringstream s;
-    s << in.rdbuf();
-    return s.str();
-}
-
 // Runs inlay with `args`, requires exit code 0 and parses stdout as one JSON value.
 json run_json(const std::vector<std::string>& args) {
     INFO("inlay " << Catch::Detail::stringify(args));
@@ -52,7 +45,7 @@ std::string join_ids(const std::vector<int32_t>& ids) {
 TEST_CASE("inlay generate: greedy stories260K from BOS is llama2.c's sample", "[cli]") {
     const auto model = testdata("models/stories260K.gguf");
     INLAY_REQUIRE_FILE_OR_SKIP(model);
-    const std::string expected = read_file(testdata("models/stories260K.greedy.txt"));
+    const std::string expected = inlay::test::read_file(testdata("models/stories260K.greedy.txt"));
     REQUIRE(expected.ends_with('\n'));  // the file adds one final newline
 
     const json out = run_json({"generate", "-m", model.string(), "-p", "", "--temp", "0", "-n", "256", "-t", "1", "--json"});
@@ -80,7 +73,7 @@ TEST_CASE("inlay generate: greedy stories260K from BOS is llama2.c's sample", "[
 TEST_CASE("inlay generate: prompt, stop strings, seeds, --no-bos", "[cli]") {
     const auto model = testdata("models/stories260K.gguf");
     INLAY_REQUIRE_FILE_OR_SKIP(model);
-    const std::string greedy = read_file(testdata("models/stories260K.greedy.txt"));
+    const std::string greedy = inlay::test::read_file(testdata("models/stories260K.greedy.txt"));
     const std::string m = model.string();
 
     // The greedy story starts "Once upon a time"; continuing that prompt gives the rest.
@@ -135,7 +128,7 @@ TEST_CASE("inlay logits: matches llama.cpp's logits_dump references", "[cli]") {
     for (const auto& [name, tolerance] : models) {
         const auto gguf = testdata("llamacpp-refs/" + name + ".gguf");
         INLAY_REQUIRE_FILE_OR_SKIP(gguf);
-        const json ref = json::parse(read_file(testdata("llamacpp-refs/" + name + ".ref.json")));
+        const json ref = json::parse(inlay::test::read_file(testdata("llamacpp-refs/" + name + ".ref.json")));
         for (const json& c : ref["cases"]) {
             const auto tokens = c["prompt_tokens"].get<std::vector<int32_t>>();
             INFO(name << " tokens " << join_ids(tokens));
@@ -198,8 +191,8 @@ TEST_CASE("inlay tokenize: llama.cpp's SentencePiece test vectors through the CL
     const auto inp_path = testdata("vocab/ggml-vocab-llama-spm.gguf.inp");
     INLAY_REQUIRE_FILE_OR_SKIP(model);
     INLAY_REQUIRE_FILE_OR_SKIP(inp_path);
-    const std::string inp = read_file(inp_path);
-    const std::string out = read_file(testdata("vocab/ggml-vocab-llama-spm.gguf.out"));
+    const std::string inp = inlay::test::read_file(inp_path);
+    const std::string out = inlay::test::read_file(testdata("vocab/ggml-vocab-llama-spm.gguf.out"));
     const std::string separator = "\n__ggml_vocab_test__\n";
     std::vector<std::string> texts;
     for (size_t start = 0;;) {
@@ -302,7 +295,7 @@ TEST_CASE("inlay inspect: vocabulary-only and damaged files", "[cli]") {
     // A stories260K cut inside its tensor data.
     const auto model = testdata("models/stories260K.gguf");
     INLAY_REQUIRE_FILE_OR_SKIP(model);
-    const std::string bytes = read_file(model);
+    const std::string bytes = inlay::test::read_file(model);
     const auto cut = inlay::test::scratch_dir("cli_inspect") / "cut.gguf";
     std::ofstream(cut, std::ios::binary).write(bytes.data(), 20000);
     const auto r = run_process(inlay_tool(), {"inspect", "-m", cut.string(), "--json"});

@@ -65,13 +65,6 @@ inlay_status status_of(const std::function<void()>& fn) {
     return INLAY_OK;
 }
 
-std::string slurp(const fs::path& p) {
-    std::ifstream in(p, std::ios::binary);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
-}
-
 fs::path peer_bin(const std::string& tool) { return fs::path("/work/peer/native/build/bin") / tool; }
 
 // Runs a command, returning its exit code and stdout (stderr to a file beside it).
@@ -79,7 +72,7 @@ int run(const std::string& cmd, const fs::path& dir, std::string& out) {
     const fs::path o = dir / "stdout.txt";
     const fs::path e = dir / "stderr.txt";
     const int rc = std::system((cmd + " > '" + o.string() + "' 2> '" + e.string() + "'").c_str());
-    out = slurp(o);
+    out = inlay::test::read_file(o);
     return rc;
 }
 
@@ -229,7 +222,7 @@ TEST_CASE("write_file writes atomically and reports IO errors", "[gguf][writer]"
     w.add_tensor("t", DType::F32, {3}, as_bytes({1, 2, 3}));
     const fs::path path = dir / "out.gguf";
     w.write_file(path.string());
-    const std::string on_disk = slurp(path);
+    const std::string on_disk = inlay::test::read_file(path);
     const auto expect = w.to_bytes();
     REQUIRE(on_disk.size() == expect.size());
     CHECK(std::memcmp(on_disk.data(), expect.data(), expect.size()) == 0);

@@ -50,15 +50,8 @@ struct PromptCase {
     double scale = 0;                          // max |last_row|
 };
 
-std::string slurp(const fs::path& p) {
-    std::ifstream in(p, std::ios::binary);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
-}
-
 std::vector<PromptCase> load_fixture() {
-    const json j = json::parse(slurp(fixture_path()));
+    const json j = json::parse(inlay::test::read_file(fixture_path()));
     std::vector<PromptCase> cases;
     for (const json& c : j.at("prompts")) {
         PromptCase pc;
@@ -174,9 +167,9 @@ json run_logits_dump(const fs::path& gguf, const std::string& args, const fs::pa
     const std::string cmd = "'" + logits_dump_tool().string() + "' '" + gguf.string() + "' " + args + " --threads 1 > '" +
                             out.string() + "' 2> '" + (dir / "stderr.txt").string() + "'";
     const int rc = std::system(cmd.c_str());
-    INFO(cmd << "\n" << slurp(dir / "stderr.txt"));
+    INFO(cmd << "\n" << inlay::test::read_file(dir / "stderr.txt"));
     REQUIRE(rc == 0);
-    return json::parse(slurp(out));
+    return json::parse(inlay::test::read_file(out));
 }
 
 // inlay and llama.cpp on the same GGUF: the same weights on both sides, so differences come

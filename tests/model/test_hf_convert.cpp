@@ -44,18 +44,11 @@ std::vector<float> eval(const std::shared_ptr<const Model>& model, const std::ve
     return session.eval_logits(tokens);
 }
 
-std::string slurp(const fs::path& p) {
-    std::ifstream in(p, std::ios::binary);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
-}
-
 // Runs a shell command; stdout to `out`, stderr kept beside it.
 int run(const std::string& cmd, const fs::path& dir, std::string& out) {
     const fs::path o = dir / "stdout.txt", e = dir / "stderr.txt";
     const int rc = std::system((cmd + " > '" + o.string() + "' 2> '" + e.string() + "'").c_str());
-    out = slurp(o);
+    out = inlay::test::read_file(o);
     return rc;
 }
 
@@ -352,7 +345,7 @@ TEST_CASE("convert reports fallbacks for rows that do not fit a type's blocks", 
 
 TEST_CASE("convert names what it cannot write", "[convert][malformed]") {
     const auto edit_text = [](const fs::path& p, const std::string& from, const std::string& to) {
-        std::string s = slurp(p);
+        std::string s = inlay::test::read_file(p);
         const size_t at = s.find(from);
         REQUIRE(at != std::string::npos);
         s.replace(at, from.size(), to);
@@ -516,6 +509,6 @@ TEST_CASE("the inlay convert command", "[convert][cli]") {
     CHECK(WEXITSTATUS(std::system((inlay + "a b --type q3 > /dev/null 2>&1").c_str())) == 2);
     CHECK(WEXITSTATUS(std::system((inlay + "'" + (dir / "nope").string() + "' x.gguf > /dev/null 2>&1").c_str())) == 1);
     CHECK(run(inlay + "'" + (dir / "nope").string() + "' '" + (dir / "x.gguf").string() + "'", dir, out) != 0);
-    CHECK_THAT(slurp(dir / "stderr.txt"), Catch::Contains("inlay: error: INLAY_ERR_IO"));
+    CHECK_THAT(inlay::test::read_file(dir / "stderr.txt"), Catch::Contains("inlay: error: INLAY_ERR_IO"));
     CHECK(WEXITSTATUS(std::system((inlay + "--help > /dev/null").c_str())) == 0);
 }

@@ -19,13 +19,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string slurp(const fs::path& p) {
-    std::ifstream in(p, std::ios::binary);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
-}
-
 // A folder holding links to the tokenizer files and a config.json with these fields; a
 // SentencePiece model is linked under the name Hugging Face folders use.
 fs::path folder_with(const std::string& name, const std::vector<fs::path>& files, const std::string& config) {
@@ -41,8 +34,8 @@ fs::path folder_with(const std::string& name, const std::vector<fs::path>& files
 // llama.cpp's vocabulary test files: strings separated by "\n__ggml_vocab_test__\n";
 // one line of " id id ..." per string.
 void check_vectors(const Tokenizer& tok, const std::string& name) {
-    const std::string inp = slurp(test::testdata("vocab/" + name + ".inp"));
-    const std::string out = slurp(test::testdata("vocab/" + name + ".out"));
+    const std::string inp = inlay::test::read_file(test::testdata("vocab/" + name + ".inp"));
+    const std::string out = inlay::test::read_file(test::testdata("vocab/" + name + ".out"));
     const std::string sep = "\n__ggml_vocab_test__\n";
     std::vector<std::string> texts;
     for (size_t pos = 0;;) {

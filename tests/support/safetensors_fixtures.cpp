@@ -53,14 +53,6 @@ std::string byte_symbol(int b) {
     return s;
 }
 
-std::string read_file(const std::filesystem::path& p) {
-    std::ifstream in(p, std::ios::binary);
-    if (!in) throw std::runtime_error("cannot read " + p.string());
-    std::stringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
-}
-
 void write_text(const std::filesystem::path& p, const std::string& text) {
     std::ofstream out(p, std::ios::binary);
     out.write(text.data(), static_cast<std::streamsize>(text.size()));
@@ -85,7 +77,7 @@ std::filesystem::path spm_source() {
 }
 
 std::vector<std::byte> truncated_spm_model(const std::filesystem::path& source, int n_pieces) {
-    const std::string in = read_file(source);
+    const std::string in = inlay::test::read_file(source);
     std::string out;
     int pieces = 0;
     for (size_t pos = 0; pos < in.size();) {

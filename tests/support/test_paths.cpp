@@ -1,5 +1,9 @@
 #include "support/test_paths.h"
 
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+
 namespace inlay::test {
 
 std::filesystem::path shared_dir() {
@@ -11,6 +15,14 @@ std::filesystem::path testdata(const std::string& relative) { return shared_dir(
 
 std::filesystem::path binary_dir() { return INLAY_BINARY_DIR; }
 std::filesystem::path source_dir() { return INLAY_SOURCE_DIR; }
+
+std::string read_file(const std::filesystem::path& path) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) throw std::runtime_error("cannot open " + path.string());
+    std::ostringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+}
 
 std::filesystem::path scratch_dir(const std::string& name) {
     auto dir = binary_dir() / "test-scratch" / name;

@@ -17,6 +17,8 @@ std::filesystem::path scratch_dir(const std::string& name);
 // The build directory (for built examples and tools).
 std::filesystem::path binary_dir();
 std::filesystem::path source_dir();
+// The whole content of a file (binary); throws std::runtime_error when it cannot be opened.
+std::string read_file(const std::filesystem::path& path);
 
 }  // namespace inlay::test
 

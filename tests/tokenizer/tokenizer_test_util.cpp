@@ -14,14 +14,6 @@
 
 namespace inlay::test {
 
-std::string read_file(const std::filesystem::path& path) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) throw std::runtime_error("cannot open " + path.string());
-    std::ostringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
-}
-
 std::vector<std::string> read_vocab_inputs(const std::filesystem::path& path) {
     const std::string all = read_file(path);
     const std::string sep = "\n__ggml_vocab_test__\n";

@@ -9,11 +9,11 @@
 #include <vector>
 
 #include "io/metadata.h"
+#include "support/test_paths.h"
 #include "tokenizer/tokenizer.h"
 
 namespace inlay::test {
 
-std::string read_file(const std::filesystem::path& path);
 // The test strings of a llama.cpp .inp file (split on "\n__ggml_vocab_test__\n").
 std::vector<std::string> read_vocab_inputs(const std::filesystem::path& path);
 // The expected ids of a llama.cpp .out file, one vector per line.
