@@ -14,17 +14,12 @@
 
 #include "core/half.h"
 #include "quant/blocks.h"
-#include "quant/simd_avx2.h"
+#include "quant/avx2_blocks.h"
 
 namespace inlay::quant::detail {
 namespace {
 
-using namespace simd;
-
-template <class T>
-const T* row_as(const uint8_t* w, size_t stride, int r) {
-    return static_cast<const T*>(static_cast<const void*>(w + static_cast<size_t>(r) * stride));
-}
+using namespace avx2;
 
 // The eight 6-bit scales and mins of a Q4_K / Q5_K super-block as bytes
 // [sc0..sc7, m0..m7]. With the 12 packed bytes read as 32-bit words a, b, c:

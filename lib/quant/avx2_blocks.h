@@ -1,0 +1,124 @@
+// Internal: the per-type pieces shared by the AVX2 row kernels (vec_dot_avx2.cpp) and
+// the token-tile kernels (vec_dot_tile_avx2.cpp): float elements widened to f32, the
+// levels of the 32-element block types and their integer dots with Q8 activations.
+// Include only inside `#if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)`.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "core/dtype.h"
+#include "core/half.h"
+#include "quant/blocks.h"
+#include "quant/simd_avx2.h"
+
+namespace inlay::quant::detail::avx2 {
+
+using namespace simd;
+
+// Row r of a weight matrix whose rows are `stride` bytes apart.
+template <class T>
+const T* row_as(const uint8_t* w, size_t stride, int r) {
+    return static_cast<const T*>(static_cast<const void*>(w + static_cast<size_t>(r) * stride));
+}
+
+// ---------------------------------------------------------------- float types
+
+// Eight elements of a float type widened to f32, and one element for the tail.
+template <DType T>
+struct FloatElem;
+template <>
+struct FloatElem<DType::F32> {
+    using type = float;
+    static __m256 load(const float* p) { return _mm256_loadu_ps(p); }
+    static float scalar(float v) { return v; }
+};
+template <>
+struct FloatElem<DType::F16> {
+    using type = uint16_t;
+    static __m256 load(const uint16_t* p) { return _mm256_cvtph_ps(load16(p)); }
+    static float scalar(uint16_t v) { return f16_to_f32(v); }
+};
+template <>
+struct FloatElem<DType::BF16> {
+    using type = uint16_t;
+    static __m256 load(const uint16_t* p) {
+        return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(load16(p)), 16));
+    }
+    static float scalar(uint16_t v) { return bf16_to_f32(v); }
+};
+
+// ---------------------------------------------------------------- 32-element blocks
+
+// The 32 low nibbles of a Q4_0 / Q4_1 / Q5_x block in element order (0..15).
+inline __m256i nibbles(const uint8_t* qs) {
+    const __m128i raw = load16(qs);
+    return _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(raw, 4), raw), _mm256_set1_epi8(15));
+}
+
+// Q5_x levels (0..31) in element order: the nibbles plus 16 where bit i of qh is set.
+// Lane byte i picks byte i / 8 of qh, then tests bit i % 8.
+inline __m256i levels5(const uint8_t* qs, const uint8_t* qh) {
+    const __m256i shuffle = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1,  //
+                                             2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3);
+    const __m256i select = _mm256_set1_epi64x(static_cast<int64_t>(0x8040201008040201ull));
+    const __m256i bytes = _mm256_shuffle_epi8(_mm256_set1_epi32(static_cast<int32_t>(load_u32(qh))), shuffle);
+    const __m256i set = _mm256_cmpeq_epi8(_mm256_and_si256(bytes, select), select);
+    return _mm256_or_si256(nibbles(qs), _mm256_and_si256(set, _mm256_set1_epi8(16)));
+}
+
+// Per weight type: the activation block, the level offset (value = level - kOffset, the
+// offset applied as -kOffset * sum(x), computed once per activation block and shared by
+// all rows), whether there is a min (m * s per block), and the block's integer dot with
+// the activation quants xq (`start` holds the offset term). Levels are unsigned bytes
+// (at most 31), so maddubs' pair sums stay below 2 * 31 * 127. Int32 lane k holds the
+// products 4k..4k+3, as in ggml's kernels.
+template <class Block>
+struct Block32;
+template <>
+struct Block32<BlockQ8_0> {
+    using Act = BlockQ8_0;
+    static constexpr int kOffset = 0;
+    static constexpr bool kMin = false;
+    static __m256i dot(const BlockQ8_0& b, __m256i xq, __m256i) { return dot_i8_i8(load32(b.qs), xq); }
+};
+template <>
+struct Block32<BlockQ4_0> {
+    using Act = BlockQ8_0;
+    static constexpr int kOffset = 8;
+    static constexpr bool kMin = false;
+    static __m256i dot(const BlockQ4_0& b, __m256i xq, __m256i start) {
+        return dot_u8_i8_add(start, nibbles(b.qs), xq);
+    }
+};
+template <>
+struct Block32<BlockQ5_0> {
+    using Act = BlockQ8_0;
+    static constexpr int kOffset = 16;
+    static constexpr bool kMin = false;
+    static __m256i dot(const BlockQ5_0& b, __m256i xq, __m256i start) {
+        return dot_u8_i8_add(start, levels5(b.qs, b.qh), xq);
+    }
+};
+template <>
+struct Block32<BlockQ4_1> {
+    using Act = BlockQ8_1;
+    static constexpr int kOffset = 0;
+    static constexpr bool kMin = true;
+    static __m256i dot(const BlockQ4_1& b, __m256i xq, __m256i) { return dot_u8_i8(nibbles(b.qs), xq); }
+};
+template <>
+struct Block32<BlockQ5_1> {
+    using Act = BlockQ8_1;
+    static constexpr int kOffset = 0;
+    static constexpr bool kMin = true;
+    static __m256i dot(const BlockQ5_1& b, __m256i xq, __m256i) { return dot_u8_i8(levels5(b.qs, b.qh), xq); }
+};
+
+template <class Block>
+__m256i offset_start(__m256i xq) {
+    if constexpr (Block32<Block>::kOffset == 0) return _mm256_setzero_si256();
+    else return _mm256_sub_epi32(_mm256_setzero_si256(), dot_u8_i8(_mm256_set1_epi8(Block32<Block>::kOffset), xq));
+}
+
+}  // namespace inlay::quant::detail::avx2
