@@ -1,10 +1,12 @@
 // Dot-kernel micro-benchmarks: vec_dot_rows over a whole weight matrix (one activation
-// row, as in decoding), reported as GB/s of weights read, and quantize_activations.
+// row, as in decoding), reported as GB/s of weights read; vec_dot_tile over a batch of
+// tokens (as in batched decoding), reported as dots per second; quantize_activations.
 //
 // Shapes: 576 rows x 1536 (a small model's ffn_down, fits in L2) and 4096 x 4096 (a 7B
 // model's attention projection, tens of MB: memory-bound).
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <random>
 #include <vector>
@@ -63,6 +65,34 @@ void bm_vec_dot_rows(benchmark::State& state, DType type, bool reference) {
     state.SetBytesProcessed(state.iterations() * rows * static_cast<int64_t>(w.row_bytes));
 }
 
+// A batch of n_tokens activation rows against the whole matrix (vec_dot_tile in row
+// blocks of 16, as CpuBackend::matmul calls it): items are (row, token) dots.
+void bm_vec_dot_tile(benchmark::State& state, DType type) {
+    const int64_t rows = state.range(0);
+    const int64_t cols = state.range(1);
+    const int64_t tokens = state.range(2);
+    const Matrix w(type, rows, cols);
+    const DType act = inlay::quant::vec_dot_type(type);
+    const size_t act_row = *inlay::row_bytes(act, cols);
+    std::vector<uint32_t> x((act_row * static_cast<size_t>(tokens) + 3) / 4);
+    for (int64_t t = 0; t < tokens; ++t) {
+        const auto xf = random_floats(static_cast<size_t>(cols), 2 + static_cast<uint32_t>(t));
+        inlay::quant::quantize_activations(act, xf.data(), reinterpret_cast<uint8_t*>(x.data()) + static_cast<size_t>(t) * act_row, cols);
+    }
+    std::vector<float> out(static_cast<size_t>(rows * tokens));
+    const auto* base = static_cast<const uint8_t*>(w.data());
+    for (auto _ : state) {
+        for (int64_t r = 0; r < rows; r += 16) {
+            inlay::quant::vec_dot_tile(type, cols, std::min<int64_t>(16, rows - r), tokens, out.data() + r,
+                                       static_cast<size_t>(rows), base + static_cast<size_t>(r) * w.row_bytes,
+                                       w.row_bytes, x.data(), act_row);
+        }
+        benchmark::DoNotOptimize(out.data());
+        benchmark::ClobberMemory();
+    }
+    state.SetItemsProcessed(state.iterations() * rows * tokens);
+}
+
 void bm_quantize_activations(benchmark::State& state, DType act) {
     const int64_t n = state.range(0);
     const auto x = random_floats(static_cast<size_t>(n), 3);
@@ -88,6 +118,13 @@ int register_all() {
             ->Unit(benchmark::kMicrosecond);
         benchmark::RegisterBenchmark(("vec_dot_rows_reference/" + name).c_str(), bm_vec_dot_rows, t, true)
             ->Args({576, 1536})
+            ->Unit(benchmark::kMicrosecond);
+    }
+    for (DType t : kWeightTypes) {
+        benchmark::RegisterBenchmark(("vec_dot_tile/" + std::string(inlay::dtype_name(t))).c_str(), bm_vec_dot_tile, t)
+            ->Args({576, 1536, 1})
+            ->Args({576, 1536, 4})
+            ->Args({576, 1536, 16})
             ->Unit(benchmark::kMicrosecond);
     }
     for (DType t : {DType::Q8_0, DType::Q8_1, DType::Q8_K, DType::F16, DType::BF16}) {

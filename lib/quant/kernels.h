@@ -21,6 +21,16 @@ using VecDotRowsFn = void (*)(int64_t n, int64_t n_rows, float* result, const vo
                               const void* x_row);
 VecDotRowsFn avx2_rows_kernel(DType weight);
 
+// Token-tile AVX2 kernel: result[t * result_stride + r] = dot(w + r * w_stride,
+// x + t * x_stride) for r < n_rows and t < n_tokens; nullptr when the build lacks AVX2
+// or the type has no tile kernel (vec_dot_tile then runs the row kernel per token).
+using VecDotTileFn = void (*)(int64_t n, int64_t n_rows, int64_t n_tokens, float* result, size_t result_stride,
+                              const void* w, size_t w_stride, const void* x, size_t x_stride);
+VecDotTileFn avx2_tile_kernel(DType weight);
+// The same with 512-bit vectors (two tokens' 8-lane sums in one vector); nullptr when the
+// build lacks AVX-512 (F, BW, VL, DQ, VNNI) or the type has no such kernel.
+VecDotTileFn avx512_tile_kernel(DType weight);
+
 // AVX2 K-quant kernels (Q4_K, Q5_K, Q6_K; nullptr for other types or without AVX2).
 VecDotFn avx2_kquant_kernel(DType weight);
 VecDotRowsFn avx2_kquant_rows_kernel(DType weight);
@@ -41,6 +51,47 @@ void row_groups(int64_t n, int64_t n_rows, float* result, const void* w, size_t 
     int64_t r = 0;
     for (; r + G <= n_rows; r += G) KG(n, result + r, base + static_cast<size_t>(r) * w_stride, w_stride, x);
     for (; r < n_rows; ++r) K1(n, result + r, base + static_cast<size_t>(r) * w_stride, w_stride, x);
+}
+
+// Kernels written as tiles: K::run<R, T>(n, result, result_stride, w, w_stride, x,
+// x_stride) computes rows 0..R-1 for tokens 0..T-1 with per-pair arithmetic that does
+// not depend on R or T, so any tiling gives the same results.
+template <class K, int R, int T>
+void token_tail(int tokens, int64_t n, float* result, size_t result_stride, const uint8_t* w, size_t w_stride,
+                const uint8_t* x, size_t x_stride) {
+    if constexpr (T > 0) {
+        if (tokens == T) K::template run<R, T>(n, result, result_stride, w, w_stride, x, x_stride);
+        else token_tail<K, R, T - 1>(tokens, n, result, result_stride, w, w_stride, x, x_stride);
+    }
+}
+
+// R rows for every token: tiles of T tokens, then one tile of the remainder.
+template <class K, int R, int T>
+void row_group(int64_t n, int64_t n_tokens, float* result, size_t result_stride, const uint8_t* w, size_t w_stride,
+               const uint8_t* x, size_t x_stride) {
+    int64_t t = 0;
+    for (; t + T <= n_tokens; t += T)
+        K::template run<R, T>(n, result + static_cast<size_t>(t) * result_stride, result_stride, w, w_stride,
+                              x + static_cast<size_t>(t) * x_stride, x_stride);
+    if (t < n_tokens)
+        token_tail<K, R, T - 1>(static_cast<int>(n_tokens - t), n, result + static_cast<size_t>(t) * result_stride,
+                                result_stride, w, w_stride, x + static_cast<size_t>(t) * x_stride, x_stride);
+}
+
+// Rows in groups of R (the rest one by one); within a group, tokens in tiles of T. The
+// group's weight rows stay in L1 while every token passes over them.
+template <class K, int R, int T>
+void tiles(int64_t n, int64_t n_rows, int64_t n_tokens, float* result, size_t result_stride, const void* w,
+           size_t w_stride, const void* x, size_t x_stride) {
+    const auto* wb = static_cast<const uint8_t*>(w);
+    const auto* xb = static_cast<const uint8_t*>(x);
+    int64_t r = 0;
+    for (; r + R <= n_rows; r += R)
+        row_group<K, R, T>(n, n_tokens, result + r, result_stride, wb + static_cast<size_t>(r) * w_stride, w_stride, xb,
+                           x_stride);
+    for (; r < n_rows; ++r)
+        row_group<K, 1, T>(n, n_tokens, result + r, result_stride, wb + static_cast<size_t>(r) * w_stride, w_stride, xb,
+                           x_stride);
 }
 
 // AVX2 activation quantizer writing the same bytes as quantize_activations_reference;

@@ -80,17 +80,24 @@ VecDotFn vec_dot_kernel_reference(DType weight) {
     return detail::reference_kernel(weight);
 }
 
-void vec_dot_rows(DType weight, int64_t n, int64_t n_rows, float* result, const void* w, size_t w_stride,
-                  const void* x_row) {
-    check_known(weight, "vec_dot_rows");
+namespace {
+
+void check_rows(DType weight, int64_t n, int64_t n_rows, const void* result, const void* w, const void* x,
+                const char* what) {
+    check_known(weight, what);
     const int64_t block = dtype_traits(weight).block_elems;
     if (n <= 0 || n % block != 0) {
-        fail(INLAY_ERR_INVALID_ARGUMENT, "vec_dot_rows: {} elements is not a positive multiple of {}'s block of {}", n,
+        fail(INLAY_ERR_INVALID_ARGUMENT, "{}: {} elements is not a positive multiple of {}'s block of {}", what, n,
              dtype_name(weight), block);
     }
-    if (n_rows < 0) fail(INLAY_ERR_INVALID_ARGUMENT, "vec_dot_rows: negative row count {}", n_rows);
-    if (n_rows == 0) return;
-    if (result == nullptr || w == nullptr || x_row == nullptr) fail(INLAY_ERR_INVALID_ARGUMENT, "vec_dot_rows: null pointer");
+    if (n_rows < 0) fail(INLAY_ERR_INVALID_ARGUMENT, "{}: negative row count {}", what, n_rows);
+    if (n_rows > 0 && (result == nullptr || w == nullptr || x == nullptr))
+        fail(INLAY_ERR_INVALID_ARGUMENT, "{}: null pointer", what);
+}
+
+// vec_dot_rows after its checks.
+void rows_unchecked(DType weight, int64_t n, int64_t n_rows, float* result, const void* w, size_t w_stride,
+                    const void* x_row) {
     if (detail::VecDotRowsFn rows = detail::avx2_rows_kernel(weight)) {
         rows(n, n_rows, result, w, w_stride, x_row);
         return;
@@ -98,6 +105,36 @@ void vec_dot_rows(DType weight, int64_t n, int64_t n_rows, float* result, const 
     const VecDotFn kernel = vec_dot_kernel(weight);
     const auto* base = static_cast<const std::byte*>(w);
     for (int64_t r = 0; r < n_rows; ++r) kernel(n, result + r, base + static_cast<size_t>(r) * w_stride, x_row);
+}
+
+}  // namespace
+
+void vec_dot_rows(DType weight, int64_t n, int64_t n_rows, float* result, const void* w, size_t w_stride,
+                  const void* x_row) {
+    check_rows(weight, n, n_rows, result, w, x_row, "vec_dot_rows");
+    if (n_rows == 0) return;
+    rows_unchecked(weight, n, n_rows, result, w, w_stride, x_row);
+}
+
+void vec_dot_tile(DType weight, int64_t n, int64_t n_rows, int64_t n_tokens, float* result, size_t result_stride,
+                  const void* w, size_t w_stride, const void* x, size_t x_stride) {
+    check_rows(weight, n, n_rows, result, w, x, "vec_dot_tile");
+    if (n_tokens < 0) fail(INLAY_ERR_INVALID_ARGUMENT, "vec_dot_tile: negative token count {}", n_tokens);
+    if (n_rows == 0 || n_tokens == 0) return;
+    const auto* xb = static_cast<const std::byte*>(x);
+    // One token: the row kernels, tuned for decoding a single sequence.
+    detail::VecDotTileFn tile = nullptr;
+    if (n_tokens > 1) {
+        tile = detail::avx512_tile_kernel(weight);
+        if (!tile) tile = detail::avx2_tile_kernel(weight);
+    }
+    if (tile) {
+        tile(n, n_rows, n_tokens, result, result_stride, w, w_stride, x, x_stride);
+        return;
+    }
+    for (int64_t t = 0; t < n_tokens; ++t)
+        rows_unchecked(weight, n, n_rows, result + static_cast<size_t>(t) * result_stride, w, w_stride,
+                       xb + static_cast<size_t>(t) * x_stride);
 }
 
 }  // namespace inlay::quant

@@ -60,4 +60,15 @@ VecDotFn vec_dot_kernel_reference(DType weight);
 void vec_dot_rows(DType weight, int64_t n, int64_t n_rows, float* result, const void* w, size_t w_stride,
                   const void* x_row);
 
+// Several tokens at once: result[t * result_stride + r] = dot(w + r * w_stride bytes,
+// x + t * x_stride bytes) for r < n_rows and t < n_tokens; activation rows in
+// vec_dot_type(weight). Where the type has a tile kernel, each weight block is loaded
+// and unpacked once for several tokens (and each activation block once for several
+// rows), which is what makes a batch of tokens cheaper than its tokens one by one. Each
+// result is bitwise equal to vec_dot_kernel(weight)'s for its row and token, so a
+// token's result does not depend on the other tokens of its batch.
+// Throws INLAY_ERR_INVALID_ARGUMENT as vec_dot_rows does, or for a negative n_tokens.
+void vec_dot_tile(DType weight, int64_t n, int64_t n_rows, int64_t n_tokens, float* result, size_t result_stride,
+                  const void* w, size_t w_stride, const void* x, size_t x_stride);
+
 }  // namespace inlay::quant

@@ -46,6 +46,16 @@ Rows make_rows(DType type, const std::vector<float>& w, const std::vector<float>
     return r;
 }
 
+template <class Fn>
+inlay_status status_of(Fn&& fn) {
+    try {
+        fn();
+    } catch (const Error& e) {
+        return e.status();
+    }
+    return INLAY_OK;
+}
+
 double expect_dot(const std::vector<float>& a, const std::vector<float>& b) {
     double s = 0;
     for (size_t i = 0; i < a.size(); ++i) s += static_cast<double>(a[i]) * b[i];
@@ -122,14 +132,6 @@ TEST_CASE("vec_dot_type pairs weights with activations", "[quant][vec_dot]") {
     REQUIRE(vec_dot_type(DType::Q4_K) == DType::Q8_K);
     REQUIRE(vec_dot_type(DType::Q5_K) == DType::Q8_K);
     REQUIRE(vec_dot_type(DType::Q6_K) == DType::Q8_K);
-    auto status_of = [](auto&& fn) {
-        try {
-            fn();
-        } catch (const Error& e) {
-            return e.status();
-        }
-        return INLAY_OK;
-    };
     REQUIRE(status_of([] { (void)vec_dot_type(DType::Q8_K); }) == INLAY_ERR_UNSUPPORTED);
     REQUIRE(status_of([] { (void)quant::vec_dot_kernel(DType::Q8_K); }) == INLAY_ERR_UNSUPPORTED);
     REQUIRE(status_of([] { (void)vec_dot_type(DType::Q8_1); }) == INLAY_ERR_UNSUPPORTED);
@@ -323,4 +325,74 @@ TEST_CASE("Q8_0 and Q4_0 dots sum in llama.cpp's order", "[quant][vec_dot]") {
         }
     }
     CHECK(order_matters > 0);  // the check can tell orders apart
+}
+
+// vec_dot_tile: every (row, token) result bitwise equal to vec_dot_kernel's, whatever
+// the tile shape leaves over (rows and tokens not multiples of the tile), with padded
+// weight, activation and result strides; nothing written outside the results.
+TEST_CASE("vec_dot_tile equals per-row, per-token dots", "[quant][vec_dot]") {
+    std::mt19937 rng(4242);
+    for (DType type : kWeightTypes) {
+        const DType act = quant::vec_dot_type(type);
+        // Float types take any n: 1003 exercises the 8-wide and scalar tails.
+        for (int64_t n : {int64_t{1536}, is_float_type(type) ? int64_t{1003} : int64_t{256}}) {
+            const size_t w_stride = *row_bytes(type, n) + 4;
+            const size_t x_stride = *row_bytes(act, n) + 4;
+            const int64_t max_rows = 13, max_tokens = 17;
+            Bytes w(w_stride * max_rows), x(x_stride * max_tokens);
+            for (int64_t r = 0; r < max_rows; ++r) {
+                const auto row = random_row(rng, n);
+                quant::quantize_row(type, row.data(), w.u8() + static_cast<size_t>(r) * w_stride, n);
+            }
+            if (type == DType::Q8_0) {  // row 0: raw quants, -128 included (llama-quantize never writes it)
+                for (int64_t b = 0; b < n / 32; ++b) {
+                    uint8_t* blk = w.u8() + static_cast<size_t>(b) * 34;
+                    fill_random(rng, blk + 2, 32);
+                    blk[2] = 0x80;
+                }
+            }
+            for (int64_t t = 0; t < max_tokens; ++t) {
+                const auto xf = random_row(rng, n);
+                quant::quantize_activations(act, xf.data(), x.u8() + static_cast<size_t>(t) * x_stride, n);
+            }
+            for (int64_t n_rows : {1, 2, 3, 4, 5, 8, 13}) {
+                for (int64_t n_tokens : {1, 2, 3, 4, 5, 7, 16, 17}) {
+                    const size_t result_stride = static_cast<size_t>(n_rows) + 3;
+                    std::vector<float> got(result_stride * static_cast<size_t>(n_tokens), 12345.0f);
+                    quant::vec_dot_tile(type, n, n_rows, n_tokens, got.data(), result_stride, w.data(), w_stride,
+                                        x.data(), x_stride);
+                    for (int64_t t = 0; t < n_tokens; ++t) {
+                        for (size_t r = 0; r < result_stride; ++r) {
+                            const float value = got[static_cast<size_t>(t) * result_stride + r];
+                            INFO(dtype_name(type) << " n " << n << " rows " << n_rows << " tokens " << n_tokens
+                                                  << " row " << r << " token " << t);
+                            if (r >= static_cast<size_t>(n_rows)) {
+                                REQUIRE(value == 12345.0f);
+                                continue;
+                            }
+                            float one = NAN;
+                            quant::vec_dot_kernel(type)(n, &one, w.u8() + r * w_stride,
+                                                        x.u8() + static_cast<size_t>(t) * x_stride);
+                            REQUIRE(value == one);
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+TEST_CASE("vec_dot_tile rejects bad arguments", "[quant][vec_dot]") {
+    float out[4];
+    std::vector<uint8_t> buf(4096);
+    REQUIRE(status_of([&] { quant::vec_dot_tile(DType::Q8_0, 48, 1, 1, out, 1, buf.data(), 34, buf.data(), 34); }) ==
+            INLAY_ERR_INVALID_ARGUMENT);
+    REQUIRE(status_of([&] { quant::vec_dot_tile(DType::Q8_0, 32, 1, -1, out, 1, buf.data(), 34, buf.data(), 34); }) ==
+            INLAY_ERR_INVALID_ARGUMENT);
+    REQUIRE(status_of([&] { quant::vec_dot_tile(DType::Q8_0, 32, 2, 2, out, 2, buf.data(), 34, nullptr, 34); }) ==
+            INLAY_ERR_INVALID_ARGUMENT);
+    REQUIRE(status_of([&] { quant::vec_dot_tile(DType::Q8_K, 256, 1, 1, out, 1, buf.data(), 292, buf.data(), 292); }) ==
+            INLAY_ERR_UNSUPPORTED);
+    REQUIRE(status_of([&] { quant::vec_dot_tile(DType::Q8_0, 32, 0, 3, nullptr, 1, nullptr, 34, nullptr, 34); }) ==
+            INLAY_OK);
 }

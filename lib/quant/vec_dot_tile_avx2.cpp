@@ -1,0 +1,244 @@
+// Token-tile AVX2 kernels: R weight rows times T activation rows (tokens) per call, for
+// batches of decode tokens and prompt chunks. A weight block is loaded and widened or
+// unpacked once for T tokens and an activation block once for R rows, where the row
+// kernels (vec_dot_avx2.cpp) redo that work for every token.
+//
+// Per (row, token) pair the arithmetic is the row kernel's: the same int32 lanes (integer
+// sums are exact, so splitting a block's dot into per-row, per-token and per-pair work
+// cannot change them) and the same float operations in the same order. A tile result
+// therefore equals vec_dot_kernel's bitwise, and a token's output does not depend on
+// which other tokens share its batch.
+#include "quant/kernels.h"
+
+#if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
+
+#include <cmath>
+
+#include "core/half.h"
+#include "quant/avx2_blocks.h"
+
+namespace inlay::quant::detail {
+namespace {
+
+using namespace avx2;
+
+// With AVX-512VL the compiler has 32 vector registers for the R * T accumulators.
+#if defined(__AVX512VL__)
+constexpr bool kWideRegisters = true;
+#else
+constexpr bool kWideRegisters = false;
+#endif
+
+template <class T>
+const T* token_as(const uint8_t* x, size_t stride, int t) {
+    return static_cast<const T*>(static_cast<const void*>(x + static_cast<size_t>(t) * stride));
+}
+
+// ---------------------------------------------------------------- float types
+
+// dot_float's arithmetic per pair: U accumulators over chunks of 8 * U, then chunks of
+// 8 into the first, ((a0 + a1) + (a2 + a3)), hsum, a scalar tail.
+template <DType Type>
+struct FloatTile {
+    template <int R, int T>
+    static void run(int64_t n, float* result, size_t result_stride, const uint8_t* w, size_t w_stride,
+                    const uint8_t* x, size_t x_stride) {
+        using E = FloatElem<Type>;
+        using Elem = typename E::type;
+        constexpr int U = Type == DType::F32 ? 1 : 4;
+        const Elem* wr[R];
+        const Elem* xr[T];
+        for (int r = 0; r < R; ++r) wr[r] = row_as<Elem>(w, w_stride, r);
+        for (int t = 0; t < T; ++t) xr[t] = token_as<Elem>(x, x_stride, t);
+        __m256 acc[R][T][U];
+        for (int r = 0; r < R; ++r)
+            for (int t = 0; t < T; ++t)
+                for (int u = 0; u < U; ++u) acc[r][t][u] = _mm256_setzero_ps();
+        int64_t i = 0;
+        for (; i + 8 * U <= n; i += 8 * U) {
+            for (int u = 0; u < U; ++u) {
+                __m256 wv[R];
+                for (int r = 0; r < R; ++r) wv[r] = E::load(wr[r] + i + 8 * u);
+                for (int t = 0; t < T; ++t) {
+                    const __m256 xv = E::load(xr[t] + i + 8 * u);
+                    for (int r = 0; r < R; ++r) acc[r][t][u] = _mm256_fmadd_ps(wv[r], xv, acc[r][t][u]);
+                }
+            }
+        }
+        for (; i + 8 <= n; i += 8) {
+            __m256 wv[R];
+            for (int r = 0; r < R; ++r) wv[r] = E::load(wr[r] + i);
+            for (int t = 0; t < T; ++t) {
+                const __m256 xv = E::load(xr[t] + i);
+                for (int r = 0; r < R; ++r) acc[r][t][0] = _mm256_fmadd_ps(wv[r], xv, acc[r][t][0]);
+            }
+        }
+        for (int r = 0; r < R; ++r) {
+            for (int t = 0; t < T; ++t) {
+                __m256 total = acc[r][t][0];
+                if constexpr (U == 4)
+                    total = _mm256_add_ps(_mm256_add_ps(acc[r][t][0], acc[r][t][1]),
+                                          _mm256_add_ps(acc[r][t][2], acc[r][t][3]));
+                float sum = hsum(total);
+                for (int64_t j = i; j < n; ++j) sum += E::scalar(wr[r][j]) * E::scalar(xr[t][j]);
+                result[static_cast<size_t>(t) * result_stride + static_cast<size_t>(r)] = sum;
+            }
+        }
+    }
+};
+
+// ---------------------------------------------------------------- 32-element blocks
+
+// Per weight type, Block32<Block>::dot split into a part loaded once per weight block
+// (Row), once per activation block (Token) and the part per pair. Each pair's int32
+// lanes equal Block32<Block>::dot's.
+template <class Block>
+struct Block32Split;
+
+#if defined(__AVX512VNNI__) && defined(__AVX512VL__)
+// Q8_0 x Q8_0 with VNNI: (x + 128) is unsigned, so one dpbusd per pair computes
+// sum (x + 128) w, started from -128 sum w (per row and lane): exactly sum x w.
+template <>
+struct Block32Split<BlockQ8_0> {
+    struct Row {
+        __m256i w, start;
+        void load(const BlockQ8_0& b) {
+            w = load32(b.qs);
+            start = _mm256_sub_epi32(_mm256_setzero_si256(), dot_u8_i8(_mm256_set1_epi8(-128), w));
+        }
+    };
+    struct Token {
+        __m256i x_biased;
+        void load(const BlockQ8_0& b) { x_biased = _mm256_xor_si256(load32(b.qs), _mm256_set1_epi8(-128)); }
+    };
+    static __m256i pair(const Row& r, const Token& t) { return dot_u8_i8_add(r.start, t.x_biased, r.w); }
+};
+#else
+// Without VNNI the sign trick of dot_i8_i8, with |w| once per row.
+template <>
+struct Block32Split<BlockQ8_0> {
+    struct Row {
+        __m256i w, abs_w;
+        void load(const BlockQ8_0& b) {
+            w = load32(b.qs);
+            abs_w = _mm256_sign_epi8(w, w);
+        }
+    };
+    struct Token {
+        __m256i x;
+        void load(const BlockQ8_0& b) { x = load32(b.qs); }
+    };
+    static __m256i pair(const Row& r, const Token& t) { return dot_u8_i8(r.abs_w, _mm256_sign_epi8(t.x, r.w)); }
+};
+#endif
+
+// Types with unsigned levels: levels once per row; the offset term (-offset * sum x)
+// once per token.
+template <class Block>
+struct LevelsSplit {
+    struct Row {
+        __m256i levels;
+        void load(const Block& b) {
+            if constexpr (requires(const Block& blk) { blk.qh; }) levels = levels5(b.qs, b.qh);
+            else levels = nibbles(b.qs);
+        }
+    };
+    struct Token {
+        __m256i x, start;
+        void load(const typename Block32<Block>::Act& b) {
+            x = load32(b.qs);
+            start = offset_start<Block>(x);
+        }
+    };
+    static __m256i pair(const Row& r, const Token& t) {
+        if constexpr (Block32<Block>::kOffset == 0) return dot_u8_i8(r.levels, t.x);
+        else return dot_u8_i8_add(t.start, r.levels, t.x);
+    }
+};
+template <>
+struct Block32Split<BlockQ5_0> : LevelsSplit<BlockQ5_0> {};
+template <>
+struct Block32Split<BlockQ4_1> : LevelsSplit<BlockQ4_1> {};
+template <>
+struct Block32Split<BlockQ5_1> : LevelsSplit<BlockQ5_1> {};
+
+// dot_block32's arithmetic per pair: lanes fused with d_w * d_x per block, the mins'
+// m * s in a fused scalar sum, added after the lanes' hsum.
+template <class Block>
+struct Block32Tile {
+    template <int R, int T>
+    static void run(int64_t n, float* result, size_t result_stride, const uint8_t* w, size_t w_stride,
+                    const uint8_t* x, size_t x_stride) {
+        using Split = Block32Split<Block>;
+        using Act = typename Block32<Block>::Act;
+        constexpr bool kMin = Block32<Block>::kMin;
+        const Block* wr[R];
+        const Act* xr[T];
+        for (int r = 0; r < R; ++r) wr[r] = row_as<Block>(w, w_stride, r);
+        for (int t = 0; t < T; ++t) xr[t] = token_as<Act>(x, x_stride, t);
+        __m256 acc[R][T];
+        float mins[R][T];
+        for (int r = 0; r < R; ++r) {
+            for (int t = 0; t < T; ++t) {
+                acc[r][t] = _mm256_setzero_ps();
+                mins[r][t] = 0.0f;
+            }
+        }
+        for (int64_t b = 0; b < n / 32; ++b) {
+            typename Split::Row row[R];
+            float dw[R];
+            for (int r = 0; r < R; ++r) {
+                row[r].load(wr[r][b]);
+                dw[r] = f16_to_f32(wr[r][b].d);
+            }
+            for (int t = 0; t < T; ++t) {
+                typename Split::Token token;
+                token.load(xr[t][b]);
+                const float dx = f16_to_f32(xr[t][b].d);
+                for (int r = 0; r < R; ++r) {
+                    const __m256i p = Split::pair(row[r], token);
+                    acc[r][t] = _mm256_fmadd_ps(_mm256_set1_ps(dw[r] * dx), _mm256_cvtepi32_ps(p), acc[r][t]);
+                    if constexpr (kMin)
+                        mins[r][t] = std::fma(f16_to_f32(wr[r][b].m), f16_to_f32(xr[t][b].s), mins[r][t]);
+                }
+            }
+        }
+        for (int r = 0; r < R; ++r)
+            for (int t = 0; t < T; ++t)
+                result[static_cast<size_t>(t) * result_stride + static_cast<size_t>(r)] = hsum(acc[r][t]) + mins[r][t];
+    }
+};
+
+// Tile shapes: R * T accumulators (times 4 for the 16-bit floats) plus R rows' operands
+// must fit the register file.
+constexpr int kFloat16Rows = kWideRegisters ? 2 : 1;
+constexpr int kFloat16Tokens = kWideRegisters ? 3 : 2;
+constexpr int kF32Rows = kWideRegisters ? 4 : 2;
+constexpr int kF32Tokens = kWideRegisters ? 4 : 3;
+constexpr int kBlockRows = kWideRegisters ? 4 : 2;
+constexpr int kBlockTokens = kWideRegisters ? 3 : 2;
+
+}  // namespace
+
+VecDotTileFn avx2_tile_kernel(DType weight) {
+    switch (weight) {
+        case DType::F32: return tiles<FloatTile<DType::F32>, kF32Rows, kF32Tokens>;
+        case DType::F16: return tiles<FloatTile<DType::F16>, kFloat16Rows, kFloat16Tokens>;
+        case DType::BF16: return tiles<FloatTile<DType::BF16>, kFloat16Rows, kFloat16Tokens>;
+        case DType::Q8_0: return tiles<Block32Tile<BlockQ8_0>, kBlockRows, kBlockTokens>;
+        case DType::Q5_0: return tiles<Block32Tile<BlockQ5_0>, kBlockRows, kBlockTokens>;
+        case DType::Q4_1: return tiles<Block32Tile<BlockQ4_1>, kBlockRows, kBlockTokens>;
+        case DType::Q5_1: return tiles<Block32Tile<BlockQ5_1>, kBlockRows, kBlockTokens>;
+        default: return nullptr;
+    }
+}
+
+}  // namespace inlay::quant::detail
+
+#else  // no AVX2: vec_dot_tile runs the row kernels token by token
+
+namespace inlay::quant::detail {
+VecDotTileFn avx2_tile_kernel(DType) { return nullptr; }
+}  // namespace inlay::quant::detail
+
+#endif

@@ -1,0 +1,233 @@
+// Token-tile kernels with 512-bit vectors, for CPUs with AVX-512 (F, BW, VL, DQ, VNNI).
+//
+// The 256-bit tile kernels (vec_dot_tile_avx2.cpp) keep each (row, token) pair's eight
+// float lanes in a vector of its own; here one 512-bit vector holds two sets of eight
+// lanes, so each instruction does the work of two. The lanes are the same lanes, with
+// the same integer sums and the same float operations in the same order, so the results
+// stay bitwise equal to vec_dot_kernel's:
+//   32-element blocks: the low half is token 2p's lanes, the high half token 2p+1's, for
+//     one weight row (the row's block broadcast to both halves);
+//   F16 / BF16: one vector is two of the row kernel's four accumulators (elements
+//     i..i+7 and i+8..i+15 of a chunk of 32).
+#include "quant/kernels.h"
+
+#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__) && defined(__AVX512DQ__) && \
+    defined(__AVX512VNNI__) && defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
+
+#include <cmath>
+
+// GCC 12 reports its own AVX-512 intrinsics (their _mm512_undefined_* operands) as
+// uninitialized when inlined (GCC bug 105593).
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+
+#include "core/half.h"
+#include "quant/avx2_blocks.h"
+
+namespace inlay::quant::detail {
+namespace {
+
+using namespace avx2;
+
+template <class T>
+const T* token_as(const uint8_t* x, size_t stride, int t) {
+    return static_cast<const T*>(static_cast<const void*>(x + static_cast<size_t>(t) * stride));
+}
+
+// Two 256-bit halves in one vector, `lo` in the low half.
+inline __m512i halves(__m256i lo, __m256i hi) { return _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1); }
+inline __m512 halves(__m256 lo, __m256 hi) { return _mm512_insertf32x8(_mm512_castps256_ps512(lo), hi, 1); }
+
+// ---------------------------------------------------------------- float types
+
+template <DType Type>
+struct Wide16;
+template <>
+struct Wide16<DType::F16> {
+    static __m512 load(const uint16_t* p) { return _mm512_cvtph_ps(load32(p)); }
+};
+template <>
+struct Wide16<DType::BF16> {
+    static __m512 load(const uint16_t* p) {
+        return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(load32(p)), 16));
+    }
+};
+
+// dot_float<F16 / BF16>'s arithmetic per pair: acc[0] holds its accumulators 0 and 1,
+// acc[1] accumulators 2 and 3; chunks of 8 go into accumulator 0 (masked low half).
+template <DType Type>
+struct FloatTile512 {
+    template <int R, int T>
+    static void run(int64_t n, float* result, size_t result_stride, const uint8_t* w, size_t w_stride,
+                    const uint8_t* x, size_t x_stride) {
+        using E = FloatElem<Type>;
+        const uint16_t* wr[R];
+        const uint16_t* xr[T];
+        for (int r = 0; r < R; ++r) wr[r] = row_as<uint16_t>(w, w_stride, r);
+        for (int t = 0; t < T; ++t) xr[t] = token_as<uint16_t>(x, x_stride, t);
+        __m512 acc[R][T][2];
+        for (int r = 0; r < R; ++r)
+            for (int t = 0; t < T; ++t) acc[r][t][0] = acc[r][t][1] = _mm512_setzero_ps();
+        int64_t i = 0;
+        for (; i + 32 <= n; i += 32) {
+            for (int h = 0; h < 2; ++h) {
+                __m512 wv[R];
+                for (int r = 0; r < R; ++r) wv[r] = Wide16<Type>::load(wr[r] + i + 16 * h);
+                for (int t = 0; t < T; ++t) {
+                    const __m512 xv = Wide16<Type>::load(xr[t] + i + 16 * h);
+                    for (int r = 0; r < R; ++r) acc[r][t][h] = _mm512_fmadd_ps(wv[r], xv, acc[r][t][h]);
+                }
+            }
+        }
+        for (; i + 8 <= n; i += 8) {
+            for (int t = 0; t < T; ++t) {
+                const __m512 xv = _mm512_castps256_ps512(E::load(xr[t] + i));
+                for (int r = 0; r < R; ++r)
+                    acc[r][t][0] = _mm512_mask3_fmadd_ps(_mm512_castps256_ps512(E::load(wr[r] + i)), xv, acc[r][t][0],
+                                                         0x00ff);
+            }
+        }
+        for (int r = 0; r < R; ++r) {
+            for (int t = 0; t < T; ++t) {
+                const __m256 a0 = _mm512_castps512_ps256(acc[r][t][0]), a1 = _mm512_extractf32x8_ps(acc[r][t][0], 1);
+                const __m256 a2 = _mm512_castps512_ps256(acc[r][t][1]), a3 = _mm512_extractf32x8_ps(acc[r][t][1], 1);
+                float sum = hsum(_mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)));
+                for (int64_t j = i; j < n; ++j) sum += E::scalar(wr[r][j]) * E::scalar(xr[t][j]);
+                result[static_cast<size_t>(t) * result_stride + static_cast<size_t>(r)] = sum;
+            }
+        }
+    }
+};
+
+// ---------------------------------------------------------------- 32-element blocks
+
+// Block32<Block>::dot as one dpbusd per pair of unsigned weight levels (u) with the
+// signed activation quants, started from -offset * sum x: sum (u - offset) x, the same
+// integer lanes. The levels are broadcast to both halves once per weight block, the
+// start computed once per activation block; Q8_0's signed quants become unsigned levels
+// with offset 128 (dpbusd does not saturate, so 255 * 127 products are exact).
+template <class Block>
+struct Levels;
+template <>
+struct Levels<BlockQ8_0> {
+    static constexpr int kOffset = 128;
+    static __m256i get(const BlockQ8_0& b) { return _mm256_xor_si256(load32(b.qs), _mm256_set1_epi8(-128)); }
+};
+template <>
+struct Levels<BlockQ5_0> {
+    static constexpr int kOffset = 16;
+    static __m256i get(const BlockQ5_0& b) { return levels5(b.qs, b.qh); }
+};
+template <>
+struct Levels<BlockQ4_1> {
+    static constexpr int kOffset = 0;
+    static __m256i get(const BlockQ4_1& b) { return nibbles(b.qs); }
+};
+template <>
+struct Levels<BlockQ5_1> {
+    static constexpr int kOffset = 0;
+    static __m256i get(const BlockQ5_1& b) { return levels5(b.qs, b.qh); }
+};
+
+template <class Block>
+struct Split512 {
+    using Act = typename Block32<Block>::Act;
+    struct Row {
+        __m512i levels;
+        void load(const Block& b) { levels = _mm512_broadcast_i64x4(Levels<Block>::get(b)); }
+    };
+    struct Tokens {
+        __m512i x, start;
+        void load(const Act& a, const Act& b) {
+            x = halves(load32(a.qs), load32(b.qs));
+            if constexpr (Levels<Block>::kOffset == 0) {
+                start = _mm512_setzero_si512();
+            } else {
+                const __m512i offset = _mm512_set1_epi8(static_cast<char>(Levels<Block>::kOffset));
+                start = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_dpbusd_epi32(_mm512_setzero_si512(), offset, x));
+            }
+        }
+    };
+    static __m512i pair(const Row& r, const Tokens& t) { return _mm512_dpbusd_epi32(t.start, r.levels, t.x); }
+};
+
+// dot_block32's arithmetic per pair: lanes fused with d_w * d_x per block, the mins'
+// m * s in a fused scalar sum added after the hsum. Tokens go in pairs; an odd last
+// token is paired with itself and its copy's results dropped.
+template <class Block>
+struct Block32Tile512 {
+    template <int R, int T>
+    static void run(int64_t n, float* result, size_t result_stride, const uint8_t* w, size_t w_stride,
+                    const uint8_t* x, size_t x_stride) {
+        using Split = Split512<Block>;
+        using Act = typename Block32<Block>::Act;
+        constexpr bool kMin = Block32<Block>::kMin;
+        constexpr int P = (T + 1) / 2;  // token pairs
+        const Block* wr[R];
+        const Act* xr[2 * P];
+        for (int r = 0; r < R; ++r) wr[r] = row_as<Block>(w, w_stride, r);
+        for (int t = 0; t < 2 * P; ++t) xr[t] = token_as<Act>(x, x_stride, t < T ? t : T - 1);
+        __m512 acc[R][P];
+        float mins[R][2 * P];
+        for (int r = 0; r < R; ++r) {
+            for (int p = 0; p < P; ++p) acc[r][p] = _mm512_setzero_ps();
+            for (int t = 0; t < 2 * P; ++t) mins[r][t] = 0.0f;
+        }
+        for (int64_t b = 0; b < n / 32; ++b) {
+            typename Split::Row row[R];
+            __m512 dw[R];
+            for (int r = 0; r < R; ++r) {
+                row[r].load(wr[r][b]);
+                dw[r] = _mm512_set1_ps(f16_to_f32(wr[r][b].d));
+            }
+            for (int p = 0; p < P; ++p) {
+                const Act& xa = xr[2 * p][b];
+                const Act& xb = xr[2 * p + 1][b];
+                typename Split::Tokens tokens;
+                tokens.load(xa, xb);
+                const __m512 dx = halves(_mm256_set1_ps(f16_to_f32(xa.d)), _mm256_set1_ps(f16_to_f32(xb.d)));
+                for (int r = 0; r < R; ++r) {
+                    const __m512i q = Split::pair(row[r], tokens);
+                    acc[r][p] = _mm512_fmadd_ps(_mm512_mul_ps(dw[r], dx), _mm512_cvtepi32_ps(q), acc[r][p]);
+                    if constexpr (kMin) {
+                        const float m = f16_to_f32(wr[r][b].m);
+                        mins[r][2 * p] = std::fma(m, f16_to_f32(xa.s), mins[r][2 * p]);
+                        mins[r][2 * p + 1] = std::fma(m, f16_to_f32(xb.s), mins[r][2 * p + 1]);
+                    }
+                }
+            }
+        }
+        for (int r = 0; r < R; ++r) {
+            for (int t = 0; t < T; ++t) {
+                const __m256 lanes = t % 2 == 0 ? _mm512_castps512_ps256(acc[r][t / 2]) : _mm512_extractf32x8_ps(acc[r][t / 2], 1);
+                result[static_cast<size_t>(t) * result_stride + static_cast<size_t>(r)] = hsum(lanes) + mins[r][t];
+            }
+        }
+    }
+};
+
+}  // namespace
+
+VecDotTileFn avx512_tile_kernel(DType weight) {
+    switch (weight) {
+        case DType::F16: return tiles<FloatTile512<DType::F16>, 4, 3>;
+        case DType::BF16: return tiles<FloatTile512<DType::BF16>, 4, 3>;
+        case DType::Q8_0: return tiles<Block32Tile512<BlockQ8_0>, 4, 8>;
+        case DType::Q5_0: return tiles<Block32Tile512<BlockQ5_0>, 4, 4>;
+        case DType::Q4_1: return tiles<Block32Tile512<BlockQ4_1>, 4, 4>;
+        case DType::Q5_1: return tiles<Block32Tile512<BlockQ5_1>, 4, 4>;
+        default: return nullptr;
+    }
+}
+
+}  // namespace inlay::quant::detail
+
+#else  // without AVX-512 the 256-bit tile kernels serve
+
+namespace inlay::quant::detail {
+VecDotTileFn avx512_tile_kernel(DType) { return nullptr; }
+}  // namespace inlay::quant::detail
+
+#endif
