@@ -5,7 +5,9 @@
 // inner loops are integer or half-precision dot products over the stored blocks and
 // a weight matrix is never dequantized. Threads split the output rows; each thread
 // walks its rows in small blocks and runs every token over a block while it is in
-// cache, so a prompt batch reads each weight once.
+// cache (quant::vec_dot_tile: each weight block is unpacked once for several tokens),
+// so a batch reads and unpacks each weight once. Every token's result is bitwise what
+// it would be alone, so batching never changes a sequence's output.
 #include <algorithm>
 #include <vector>
 
@@ -46,11 +48,8 @@ void CpuBackend::matmul(const Weight& w, const Buffer& x, int64_t n_tokens, Buff
     pool_.parallel_for(static_cast<size_t>(n_out), [&](size_t r0, size_t r1) {
         for (size_t rb = r0; rb < r1; rb += kRowBlock) {
             const size_t nr = std::min(kRowBlock, r1 - rb);
-            for (int64_t t = 0; t < n_tokens; ++t) {
-                quant::vec_dot_rows(w.type, n_in, static_cast<int64_t>(nr),
-                                    y.ptr() + static_cast<size_t>(t * n_out) + rb, w.row(static_cast<int64_t>(rb)),
-                                    w.row_stride, xq + static_cast<size_t>(t) * *act_row);
-            }
+            quant::vec_dot_tile(w.type, n_in, static_cast<int64_t>(nr), n_tokens, y.ptr() + rb, static_cast<size_t>(n_out),
+                                w.row(static_cast<int64_t>(rb)), w.row_stride, xq, *act_row);
         }
     }, kRowBlock);
 }
