@@ -249,6 +249,26 @@ TEST_CASE("silu_mul, add and gather_rows", "[cpu_ops]") {
         const double ref = g[i] / (1.0 + std::exp(-static_cast<double>(g[i]))) * u[i];
         REQUIRE(std::fabs(gb.data[i] - ref) <= 1e-6 * (1 + std::fabs(ref)));
     }
+    // Extremes: exp(-g) overflowing or vanishing, zeros, values near the clamp.
+    const std::vector<float> edge{0.0f, -0.0f, 1e-30f, -1e-30f, 87.0f, -87.0f, 88.5f, -88.5f, 100.0f, -100.0f,
+                                  1e30f, -1e30f, 20.0f, -20.0f, 0.5f, -0.5f, 3.0f};
+    const std::vector<float> ones(edge.size(), 1.0f);
+    auto eb = buffer_from(b, edge), ob = buffer_from(b, ones);
+    b.silu_mul(eb, ob, static_cast<int64_t>(edge.size()));
+    for (size_t i = 0; i < edge.size(); ++i) {
+        const double x = edge[i];
+        const double ref = x / (1.0 + std::exp(-x));
+        INFO("silu(" << x << ")");
+        REQUIRE(std::isfinite(eb.data[i]));
+        REQUIRE(std::fabs(eb.data[i] - ref) <= 1e-6 * (1 + std::fabs(ref)));
+    }
+    // The same value gives the same bits wherever it sits (tails included): batch invariance.
+    for (int64_t len : {1, 5, 7, 9, 13}) {
+        auto head = buffer_from(b, std::vector<float>(g.begin(), g.begin() + len));
+        auto uh = buffer_from(b, std::vector<float>(u.begin(), u.begin() + len));
+        b.silu_mul(head, uh, len);
+        for (size_t i = 0; i < static_cast<size_t>(len); ++i) REQUIRE(head.data[i] == gb.data[i]);
+    }
     auto ab = buffer_from(b, u);
     b.add(ab, ub, 40000);
     for (size_t i = 0; i < u.size(); ++i) REQUIRE(ab.data[i] == 2 * u[i]);
