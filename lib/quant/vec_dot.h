@@ -46,9 +46,11 @@ using VecDotFn = void (*)(int64_t n, float* result, const void* w_row, const voi
 // INLAY_ERR_UNSUPPORTED for Q8_1 and Q8_K.
 VecDotFn vec_dot_kernel(DType weight);
 // Plain scalar C++ kernels (the same integer arithmetic, no intrinsics): for tests. For
-// Q8_0, Q4_0, Q4_1, Q5_0, Q5_1 and Q1_0 both kernels also follow the float order of
-// llama.cpp's x86 kernels (Q4_0: its repacked ones), so their results equal each other
-// and llama.cpp's bitwise; other types differ in the order of float additions.
+// Q8_0, Q4_0, Q4_1, Q5_0, Q5_1 and Q1_0 both kernels follow one float order, so their
+// results equal each other bitwise; other types differ in the order of float additions.
+// The order is llama.cpp's x86 kernels' (Q4_0: its repacked ones), so those results also
+// equal llama.cpp's bitwise, except Q8_0's: Q8_0 sums like Q4_0 (one float fused with
+// each block's whole integer dot), which matrix units (AMX) compute natively.
 VecDotFn vec_dot_kernel_reference(DType weight);
 
 // result[r] = dot(w + r * w_stride bytes, x_row) for r < n_rows; x_row in

@@ -1,8 +1,9 @@
 // AVX2/FMA/F16C dot kernels of the float types, the 32-element block types and Q1_0 (the
 // K-quants are in vec_dot_avx2_kquants.cpp). Quantized types multiply 8-bit integers
 // (maddubs/madd, or VNNI's dpbusd when the build has AVX512-VNNI) and apply the float
-// scales once per block in the order of llama.cpp's x86 kernels, so they equal the
-// scalar reference kernels (and llama.cpp) bitwise. Float types keep four independent
+// scales once per block in the order of the scalar reference kernels (llama.cpp's x86
+// kernels' order, except Q8_0: see vec_dot_reference.cpp), so they equal those bitwise.
+// Float types keep four independent
 // accumulators per row (hiding FMA latency) and differ from the reference in the order
 // of the additions.
 //
@@ -63,7 +64,7 @@ void dot_float(int64_t n, float* result, const uint8_t* w, size_t stride, const 
 
 // ---------------------------------------------------------------- 32-element blocks
 
-// Q8_0, Q5_0 (against Q8_0 activations), Q4_1, Q5_1 (against Q8_1) in the order of
+// Q5_0 (against Q8_0 activations), Q4_1, Q5_1 (against Q8_1) in the order of
 // ggml's x86 kernels (see vec_dot_reference.cpp): one lane accumulator per row, fused
 // with each block's scale; the mins' m * s in a fused scalar sum added at the end.
 // Rows are independent chains, so R rows hide the FMA latency.
@@ -100,25 +101,25 @@ inline __m256i sum_lanes8(const __m256i (&v)[8]) {
     return _mm256_add_epi32(_mm256_permute2x128_si256(u0, u1, 0x20), _mm256_permute2x128_si256(u0, u1, 0x31));
 }
 
-// Q4_0 against Q8_0 in the order of llama.cpp's repacked Q4_0 kernels (see
-// vec_dot_reference.cpp): per row one float, fused with each block's whole integer dot
-// and scale. Eight rows keep their floats in the lanes of one vector; a single row uses
-// the scalar fma, which rounds the same way.
-template <int R>
-void dot_q4_0(int64_t n, float* result, const uint8_t* w, size_t stride, const void* x_row) {
+// Q4_0 and Q8_0 against Q8_0 in block-sum order (see vec_dot_reference.cpp): per row one
+// float, fused with each block's whole integer dot and scale. Eight rows keep their
+// floats in the lanes of one vector; a single row uses the scalar fma, which rounds the
+// same way.
+template <class Block, int R>
+void dot_block_sums(int64_t n, float* result, const uint8_t* w, size_t stride, const void* x_row) {
     static_assert(R == 1 || R == 8);
     const auto* x = static_cast<const BlockQ8_0*>(x_row);
-    const BlockQ4_0* wr[R];
-    for (int r = 0; r < R; ++r) wr[r] = row_as<BlockQ4_0>(w, stride, r);
+    const Block* wr[R];
+    for (int r = 0; r < R; ++r) wr[r] = row_as<Block>(w, stride, r);
     __m256 acc8 = _mm256_setzero_ps();
     float acc1 = 0.0f;
-    for (int64_t b = 0; b < n / kQK4_0; ++b) {
+    for (int64_t b = 0; b < n / kQK8_0; ++b) {
         const __m256i xq = load32(x[b].qs);
-        const __m256i start = offset_start<BlockQ4_0>(xq);
+        const __m256i start = offset_start<Block>(xq);
         const float dx = f16_to_f32(x[b].d);
         if constexpr (R == 8) {
             __m256i p[8];
-            for (int r = 0; r < 8; ++r) p[r] = Block32<BlockQ4_0>::dot(wr[r][b], xq, start);
+            for (int r = 0; r < 8; ++r) p[r] = Block32<Block>::dot(wr[r][b], xq, start);
             const __m128i dw16 = _mm_setr_epi16(static_cast<int16_t>(wr[0][b].d), static_cast<int16_t>(wr[1][b].d),
                                                 static_cast<int16_t>(wr[2][b].d), static_cast<int16_t>(wr[3][b].d),
                                                 static_cast<int16_t>(wr[4][b].d), static_cast<int16_t>(wr[5][b].d),
@@ -126,7 +127,7 @@ void dot_q4_0(int64_t n, float* result, const uint8_t* w, size_t stride, const v
             const __m256 scale = _mm256_mul_ps(_mm256_cvtph_ps(dw16), _mm256_set1_ps(dx));
             acc8 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum_lanes8(p)), scale, acc8);
         } else {
-            const int32_t sumi = hsum(Block32<BlockQ4_0>::dot(wr[0][b], xq, start));
+            const int32_t sumi = hsum(Block32<Block>::dot(wr[0][b], xq, start));
             acc1 = std::fma(static_cast<float>(sumi), f16_to_f32(wr[0][b].d) * dx, acc1);
         }
     }
@@ -207,8 +208,8 @@ VecDotFn avx2_kernel(DType weight) {
         case DType::F32: return single_row<dot_float<DType::F32, 1>>;
         case DType::F16: return single_row<dot_float<DType::F16, 1>>;
         case DType::BF16: return single_row<dot_float<DType::BF16, 1>>;
-        case DType::Q8_0: return single_row<dot_block32<BlockQ8_0, 1>>;
-        case DType::Q4_0: return single_row<dot_q4_0<1>>;
+        case DType::Q8_0: return single_row<dot_block_sums<BlockQ8_0, 1>>;
+        case DType::Q4_0: return single_row<dot_block_sums<BlockQ4_0, 1>>;
         case DType::Q4_1: return single_row<dot_block32<BlockQ4_1, 1>>;
         case DType::Q5_0: return single_row<dot_block32<BlockQ5_0, 1>>;
         case DType::Q5_1: return single_row<dot_block32<BlockQ5_1, 1>>;
@@ -222,8 +223,8 @@ VecDotRowsFn avx2_rows_kernel(DType weight) {
         case DType::F32: return row_groups<2, dot_float<DType::F32, 2>, dot_float<DType::F32, 1>>;
         case DType::F16: return row_groups<2, dot_float<DType::F16, 2>, dot_float<DType::F16, 1>>;
         case DType::BF16: return row_groups<2, dot_float<DType::BF16, 2>, dot_float<DType::BF16, 1>>;
-        case DType::Q8_0: return row_groups<4, dot_block32<BlockQ8_0, 4>, dot_block32<BlockQ8_0, 1>>;
-        case DType::Q4_0: return row_groups<8, dot_q4_0<8>, dot_q4_0<1>>;
+        case DType::Q8_0: return row_groups<8, dot_block_sums<BlockQ8_0, 8>, dot_block_sums<BlockQ8_0, 1>>;
+        case DType::Q4_0: return row_groups<8, dot_block_sums<BlockQ4_0, 8>, dot_block_sums<BlockQ4_0, 1>>;
         case DType::Q4_1: return row_groups<4, dot_block32<BlockQ4_1, 4>, dot_block32<BlockQ4_1, 1>>;
         case DType::Q5_0: return row_groups<4, dot_block32<BlockQ5_0, 4>, dot_block32<BlockQ5_0, 1>>;
         case DType::Q5_1: return row_groups<4, dot_block32<BlockQ5_1, 4>, dot_block32<BlockQ5_1, 1>>;

@@ -1,8 +1,8 @@
 // Scalar dot kernels: the specification the SIMD kernels are tested against. Quantized
 // types sum integer products per block and apply the float scales once per block (or
 // sub-block), which is the arithmetic the SIMD kernels reproduce. The 32-element types
-// and Q1_0 also fix the order of the float operations (llama.cpp's), so the SIMD
-// kernels equal these bitwise.
+// and Q1_0 also fix the order of the float operations (llama.cpp's x86 kernels' order,
+// except Q8_0's: see dot_block_sums), so the SIMD kernels equal these bitwise.
 #include <cmath>
 #include <cstdint>
 
@@ -76,7 +76,7 @@ int level5(const Block& b, int i) {
     return nibble(b.qs, i) | static_cast<int>(((qh >> i) & 1) << 4);
 }
 
-// Q8_0, Q5_0 against Q8_0 and Q4_1, Q5_1 against Q8_1 (ggml_vec_dot_*: one lane
+// Q5_0 against Q8_0 and Q4_1, Q5_1 against Q8_1 (ggml_vec_dot_*: one lane
 // accumulator). `value(block, i)` is the integer weight; Q4_1 / Q5_1 add m * s per block
 // in a float sum, fused, added after the lanes.
 template <class Block, class Act, bool kMin, class Value>
@@ -92,11 +92,6 @@ void dot_lanes(int64_t n, float* result, const void* w_row, const void* x_row, V
         if constexpr (kMin) mins = std::fma(f16_to_f32(w[b].m), f16_to_f32(x[b].s), mins);
     }
     *result = acc.sum() + mins;
-}
-
-void dot_q8_0(int64_t n, float* result, const void* w_row, const void* x_row) {
-    dot_lanes<BlockQ8_0, BlockQ8_0, false>(n, result, w_row, x_row,
-                                           [](const BlockQ8_0& b, int i) { return static_cast<int>(b.qs[i]); });
 }
 
 void dot_q5_0(int64_t n, float* result, const void* w_row, const void* x_row) {
@@ -116,19 +111,31 @@ void dot_q5_1(int64_t n, float* result, const void* w_row, const void* x_row) {
                                           [](const BlockQ5_1& b, int i) { return level5(b, i); });
 }
 
-// Q4_0 against Q8_0 as llama.cpp's repacked Q4_0 kernels (used on AVX2 for every
-// matrix with a multiple of 8 rows) compute it: one float per row, fused-multiply-added
-// with each block's whole integer dot and scale.
-void dot_q4_0(int64_t n, float* result, const void* w_row, const void* x_row) {
-    const auto* w = static_cast<const BlockQ4_0*>(w_row);
+// Q4_0 and Q8_0 against Q8_0 in block-sum order: one float per row, fused-multiply-added
+// with each block's whole integer dot and scale. This is how llama.cpp's repacked Q4_0
+// kernels (used on AVX2 for every matrix with a multiple of 8 rows) sum, and what a
+// matrix unit computes natively (AMX: one int32 per row, token and block), so Q8_0
+// uses it too. (llama.cpp's Q8_0 vec_dot keeps eight lanes per block instead: Q8_0
+// results agree with llama.cpp's to rounding, not bitwise.)
+template <class Block, class Value>
+void dot_block_sums(int64_t n, float* result, const void* w_row, const void* x_row, Value value) {
+    const auto* w = static_cast<const Block*>(w_row);
     const auto* x = static_cast<const BlockQ8_0*>(x_row);
     float sum = 0.0f;
-    for (int64_t b = 0; b < n / kQK4_0; ++b) {
+    for (int64_t b = 0; b < n / kQK8_0; ++b) {
         int sumi = 0;
-        for (int i = 0; i < kQK4_0; ++i) sumi += (nibble(w[b].qs, i) - 8) * x[b].qs[i];
+        for (int i = 0; i < kQK8_0; ++i) sumi += value(w[b], i) * x[b].qs[i];
         sum = std::fma(static_cast<float>(sumi), f16_to_f32(w[b].d) * f16_to_f32(x[b].d), sum);
     }
     *result = sum;
+}
+
+void dot_q4_0(int64_t n, float* result, const void* w_row, const void* x_row) {
+    dot_block_sums<BlockQ4_0>(n, result, w_row, x_row, [](const BlockQ4_0& b, int i) { return nibble(b.qs, i) - 8; });
+}
+
+void dot_q8_0(int64_t n, float* result, const void* w_row, const void* x_row) {
+    dot_block_sums<BlockQ8_0>(n, result, w_row, x_row, [](const BlockQ8_0& b, int i) { return static_cast<int>(b.qs[i]); });
 }
 
 // Q1_0 against Q8_0 (ggml_vec_dot_q1_0_q8_0): per 128-weight block, lanes of the four

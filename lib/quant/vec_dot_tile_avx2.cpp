@@ -95,43 +95,6 @@ struct FloatTile {
 template <class Block>
 struct Block32Split;
 
-#if defined(__AVX512VNNI__) && defined(__AVX512VL__)
-// Q8_0 x Q8_0 with VNNI: (x + 128) is unsigned, so one dpbusd per pair computes
-// sum (x + 128) w, started from -128 sum w (per row and lane): exactly sum x w.
-template <>
-struct Block32Split<BlockQ8_0> {
-    struct Row {
-        __m256i w, start;
-        void load(const BlockQ8_0& b) {
-            w = load32(b.qs);
-            start = _mm256_sub_epi32(_mm256_setzero_si256(), dot_u8_i8(_mm256_set1_epi8(-128), w));
-        }
-    };
-    struct Token {
-        __m256i x_biased;
-        void load(const BlockQ8_0& b) { x_biased = _mm256_xor_si256(load32(b.qs), _mm256_set1_epi8(-128)); }
-    };
-    static __m256i pair(const Row& r, const Token& t) { return dot_u8_i8_add(r.start, t.x_biased, r.w); }
-};
-#else
-// Without VNNI the sign trick of dot_i8_i8, with |w| once per row.
-template <>
-struct Block32Split<BlockQ8_0> {
-    struct Row {
-        __m256i w, abs_w;
-        void load(const BlockQ8_0& b) {
-            w = load32(b.qs);
-            abs_w = _mm256_sign_epi8(w, w);
-        }
-    };
-    struct Token {
-        __m256i x;
-        void load(const BlockQ8_0& b) { x = load32(b.qs); }
-    };
-    static __m256i pair(const Row& r, const Token& t) { return dot_u8_i8(r.abs_w, _mm256_sign_epi8(t.x, r.w)); }
-};
-#endif
-
 // Types with unsigned levels: levels once per row; the offset term (-offset * sum x)
 // once per token.
 template <class Block>
@@ -225,7 +188,6 @@ VecDotTileFn avx2_tile_kernel(DType weight) {
         case DType::F32: return tiles<FloatTile<DType::F32>, kF32Rows, kF32Tokens>;
         case DType::F16: return tiles<FloatTile<DType::F16>, kFloat16Rows, kFloat16Tokens>;
         case DType::BF16: return tiles<FloatTile<DType::BF16>, kFloat16Rows, kFloat16Tokens>;
-        case DType::Q8_0: return tiles<Block32Tile<BlockQ8_0>, kBlockRows, kBlockTokens>;
         case DType::Q5_0: return tiles<Block32Tile<BlockQ5_0>, kBlockRows, kBlockTokens>;
         case DType::Q4_1: return tiles<Block32Tile<BlockQ4_1>, kBlockRows, kBlockTokens>;
         case DType::Q5_1: return tiles<Block32Tile<BlockQ5_1>, kBlockRows, kBlockTokens>;

@@ -106,15 +106,9 @@ struct FloatTile512 {
 // Block32<Block>::dot as one dpbusd per pair of unsigned weight levels (u) with the
 // signed activation quants, started from -offset * sum x: sum (u - offset) x, the same
 // integer lanes. The levels are broadcast to both halves once per weight block, the
-// start computed once per activation block; Q8_0's signed quants become unsigned levels
-// with offset 128 (dpbusd does not saturate, so 255 * 127 products are exact).
+// start computed once per activation block.
 template <class Block>
 struct Levels;
-template <>
-struct Levels<BlockQ8_0> {
-    static constexpr int kOffset = 128;
-    static __m256i get(const BlockQ8_0& b) { return _mm256_xor_si256(load32(b.qs), _mm256_set1_epi8(-128)); }
-};
 template <>
 struct Levels<BlockQ5_0> {
     static constexpr int kOffset = 16;
@@ -214,7 +208,6 @@ VecDotTileFn avx512_tile_kernel(DType weight) {
     switch (weight) {
         case DType::F16: return tiles<FloatTile512<DType::F16>, 4, 3>;
         case DType::BF16: return tiles<FloatTile512<DType::BF16>, 4, 3>;
-        case DType::Q8_0: return tiles<Block32Tile512<BlockQ8_0>, 4, 8>;
         case DType::Q5_0: return tiles<Block32Tile512<BlockQ5_0>, 4, 4>;
         case DType::Q4_1: return tiles<Block32Tile512<BlockQ4_1>, 4, 4>;
         case DType::Q5_1: return tiles<Block32Tile512<BlockQ5_1>, 4, 4>;
