@@ -65,8 +65,9 @@ void bm_vec_dot_rows(benchmark::State& state, DType type, bool reference) {
     state.SetBytesProcessed(state.iterations() * rows * static_cast<int64_t>(w.row_bytes));
 }
 
-// A batch of n_tokens activation rows against the whole matrix (vec_dot_tile in row
-// blocks of 16, as CpuBackend::matmul calls it): items are (row, token) dots.
+// A batch of n_tokens activation rows against the whole matrix (a TilePack, then
+// vec_dot_tile in row blocks of 16, as CpuBackend::matmul calls it): items are (row,
+// token) dots.
 void bm_vec_dot_tile(benchmark::State& state, DType type) {
     const int64_t rows = state.range(0);
     const int64_t cols = state.range(1);
@@ -82,10 +83,11 @@ void bm_vec_dot_tile(benchmark::State& state, DType type) {
     std::vector<float> out(static_cast<size_t>(rows * tokens));
     const auto* base = static_cast<const uint8_t*>(w.data());
     for (auto _ : state) {
+        const inlay::quant::TilePack pack(type, cols, tokens, x.data(), act_row);  // once per product, as matmul does
         for (int64_t r = 0; r < rows; r += 16) {
             inlay::quant::vec_dot_tile(type, cols, std::min<int64_t>(16, rows - r), tokens, out.data() + r,
                                        static_cast<size_t>(rows), base + static_cast<size_t>(r) * w.row_bytes,
-                                       w.row_bytes, x.data(), act_row);
+                                       w.row_bytes, x.data(), act_row, &pack);
         }
         benchmark::DoNotOptimize(out.data());
         benchmark::ClobberMemory();

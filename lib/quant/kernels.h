@@ -31,6 +31,15 @@ VecDotTileFn avx2_tile_kernel(DType weight);
 // build lacks AVX-512 (F, BW, VL, DQ, VNNI) or the type has no such kernel.
 VecDotTileFn avx512_tile_kernel(DType weight);
 
+// AMX (matrix unit) Q8_0 tiles, vec_dot_tile_amx.cpp. amx_usable: the build targets
+// AMX-INT8 and the OS granted this process the tile state. amx_pack_q8_0 writes
+// amx_pack_q8_0_bytes(n, n_tokens) bytes: the activations in the layout amx_tile_q8_0 reads.
+bool amx_usable();
+size_t amx_pack_q8_0_bytes(int64_t n, int64_t n_tokens);
+void amx_pack_q8_0(int64_t n, int64_t n_tokens, const void* x, size_t x_stride, std::byte* out);
+void amx_tile_q8_0(int64_t n, int64_t n_rows, int64_t n_tokens, float* result, size_t result_stride, const void* w,
+                   size_t w_stride, const std::byte* packed);
+
 // AVX2 K-quant kernels (Q4_K, Q5_K, Q6_K; nullptr for other types or without AVX2).
 VecDotFn avx2_kquant_kernel(DType weight);
 VecDotRowsFn avx2_kquant_rows_kernel(DType weight);

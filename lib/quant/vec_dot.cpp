@@ -116,12 +116,32 @@ void vec_dot_rows(DType weight, int64_t n, int64_t n_rows, float* result, const 
     rows_unchecked(weight, n, n_rows, result, w, w_stride, x_row);
 }
 
+TilePack::TilePack(DType weight, int64_t n, int64_t n_tokens, const void* x, size_t x_stride)
+    : weight_(weight), n_(n), n_tokens_(n_tokens) {
+    if (weight != DType::Q8_0 || n_tokens < 2 || n <= 0 || n % 32 != 0 || !detail::amx_usable()) return;
+    if (x == nullptr) fail(INLAY_ERR_INVALID_ARGUMENT, "TilePack: null activations");
+    bytes_.resize(detail::amx_pack_q8_0_bytes(n, n_tokens));
+    detail::amx_pack_q8_0(n, n_tokens, x, x_stride, bytes_.data());
+}
+
 void vec_dot_tile(DType weight, int64_t n, int64_t n_rows, int64_t n_tokens, float* result, size_t result_stride,
-                  const void* w, size_t w_stride, const void* x, size_t x_stride) {
+                  const void* w, size_t w_stride, const void* x, size_t x_stride, const TilePack* pack) {
     check_rows(weight, n, n_rows, result, w, x, "vec_dot_tile");
     if (n_tokens < 0) fail(INLAY_ERR_INVALID_ARGUMENT, "vec_dot_tile: negative token count {}", n_tokens);
+    if (pack && (pack->weight_ != weight || pack->n_ != n || pack->n_tokens_ != n_tokens))
+        fail(INLAY_ERR_INVALID_ARGUMENT, "vec_dot_tile: the pack was made for {} x {} of {}, not {} x {} of {}",
+             pack->n_tokens_, pack->n_, dtype_name(pack->weight_), n_tokens, n, dtype_name(weight));
     if (n_rows == 0 || n_tokens == 0) return;
     const auto* xb = static_cast<const std::byte*>(x);
+    if (n_tokens > 1 && weight == DType::Q8_0 && detail::amx_usable()) {
+        TilePack own;
+        if (!pack) {
+            own = TilePack(weight, n, n_tokens, x, x_stride);
+            pack = &own;
+        }
+        detail::amx_tile_q8_0(n, n_rows, n_tokens, result, result_stride, w, w_stride, pack->bytes_.data());
+        return;
+    }
     // One token: the row kernels, tuned for decoding a single sequence.
     detail::VecDotTileFn tile = nullptr;
     if (n_tokens > 1) {

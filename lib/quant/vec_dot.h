@@ -12,6 +12,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 #include "core/dtype.h"
 
@@ -62,6 +63,26 @@ VecDotFn vec_dot_kernel_reference(DType weight);
 void vec_dot_rows(DType weight, int64_t n, int64_t n_rows, float* result, const void* w, size_t w_stride,
                   const void* x_row);
 
+// Activations of a matrix product prepared once for the matrix-unit tile kernels (AMX on
+// x86, for Q8_0 weights): the tokens' quants regrouped into the layout a tile load
+// reads. Empty where this CPU, the weight type or a single token has no use for it.
+// Holds its own copy: x may change or go away afterwards.
+class TilePack {
+public:
+    TilePack() = default;
+    // x: n_tokens rows of vec_dot_type(weight), x_stride bytes apart.
+    TilePack(DType weight, int64_t n, int64_t n_tokens, const void* x, size_t x_stride);
+    [[nodiscard]] bool empty() const { return bytes_.empty(); }
+
+private:
+    friend void vec_dot_tile(DType, int64_t, int64_t, int64_t, float*, size_t, const void*, size_t, const void*, size_t,
+                             const TilePack*);
+    DType weight_ = DType::F32;
+    int64_t n_ = 0;
+    int64_t n_tokens_ = 0;
+    std::vector<std::byte> bytes_;
+};
+
 // Several tokens at once: result[t * result_stride + r] = dot(w + r * w_stride bytes,
 // x + t * x_stride bytes) for r < n_rows and t < n_tokens; activation rows in
 // vec_dot_type(weight). Where the type has a tile kernel, each weight block is loaded
@@ -69,8 +90,12 @@ void vec_dot_rows(DType weight, int64_t n, int64_t n_rows, float* result, const 
 // rows), which is what makes a batch of tokens cheaper than its tokens one by one. Each
 // result is bitwise equal to vec_dot_kernel(weight)'s for its row and token, so a
 // token's result does not depend on the other tokens of its batch.
-// Throws INLAY_ERR_INVALID_ARGUMENT as vec_dot_rows does, or for a negative n_tokens.
+// `pack`, when given, must be TilePack(weight, n, n_tokens, x, x_stride) of these
+// activations: callers that run many row blocks over one batch build it once. Without
+// it a matrix-unit kernel packs the activations itself on every call.
+// Throws INLAY_ERR_INVALID_ARGUMENT as vec_dot_rows does, for a negative n_tokens, or
+// for a pack made for another type, length or token count.
 void vec_dot_tile(DType weight, int64_t n, int64_t n_rows, int64_t n_tokens, float* result, size_t result_stride,
-                  const void* w, size_t w_stride, const void* x, size_t x_stride);
+                  const void* w, size_t w_stride, const void* x, size_t x_stride, const TilePack* pack = nullptr);
 
 }  // namespace inlay::quant

@@ -16,14 +16,8 @@
 
 #include <cmath>
 
-// GCC 12 reports its own AVX-512 intrinsics (their _mm512_undefined_* operands) as
-// uninitialized when inlined (GCC bug 105593).
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#endif
-
 #include "core/half.h"
+#include "quant/gcc_avx512_warnings.h"
 #include "quant/avx2_blocks.h"
 
 namespace inlay::quant::detail {

@@ -45,13 +45,18 @@ void CpuBackend::matmul(const Weight& w, const Buffer& x, int64_t n_tokens, Buff
         xq = converted.data();
     }
 
-    pool_.parallel_for(static_cast<size_t>(n_out), [&](size_t r0, size_t r1) {
-        for (size_t rb = r0; rb < r1; rb += kRowBlock) {
-            const size_t nr = std::min(kRowBlock, r1 - rb);
-            quant::vec_dot_tile(w.type, n_in, static_cast<int64_t>(nr), n_tokens, y.ptr() + rb, static_cast<size_t>(n_out),
-                                w.row(static_cast<int64_t>(rb)), w.row_stride, xq, *act_row);
-        }
-    }, kRowBlock);
+    // Where a matrix unit serves this type, the activations are regrouped for it once here.
+    const quant::TilePack pack(w.type, n_in, n_tokens, xq, *act_row);
+    // One row block per chunk: threads claim blocks one at a time, so neither waits
+    // long for the other at the end (with a few large chunks per thread the last one
+    // left a thread idle for a noticeable part of every matmul).
+    const size_t n_blocks = (static_cast<size_t>(n_out) + kRowBlock - 1) / kRowBlock;
+    pool_.run(n_blocks, [&](size_t block) {
+        const size_t rb = block * kRowBlock;
+        const size_t nr = std::min(kRowBlock, static_cast<size_t>(n_out) - rb);
+        quant::vec_dot_tile(w.type, n_in, static_cast<int64_t>(nr), n_tokens, y.ptr() + rb, static_cast<size_t>(n_out),
+                            w.row(static_cast<int64_t>(rb)), w.row_stride, xq, *act_row, &pack);
+    });
 }
 
 }  // namespace inlay

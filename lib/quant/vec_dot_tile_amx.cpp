@@ -1,0 +1,179 @@
+// Q8_0 token tiles on the AMX matrix unit (Intel Sapphire Rapids and later).
+//
+// One TDPBSSD multiplies a tile of 16 weight rows x 32 quants (one block of each row,
+// loaded straight from the weight matrix with the row stride) by a tile of 32 quants x
+// 16 tokens (the packed activations), giving the 16 x 16 int32 block sums. Each sum is
+// then fused into its (row, token) float with d_w * d_x, block after block: exactly the
+// block-sum order of the reference kernel, so results equal vec_dot_kernel's bitwise.
+//
+// The activations are packed once per matrix product (pack_q8_0): per group of 16 tokens
+// and per block, the 32 x 16 quants in the layout TDPBSSD reads (row k of the tile holds
+// quants 4k..4k+3 of every token), then the 16 tokens' d_x as floats.
+#include "quant/kernels.h"
+
+#if defined(__AMX_TILE__) && defined(__AMX_INT8__) && defined(__AVX512F__) && defined(__F16C__)
+
+#include <immintrin.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstddef>
+#include <cstring>
+
+#include "core/half.h"
+#include "quant/blocks.h"
+#include "quant/gcc_avx512_warnings.h"
+
+namespace inlay::quant::detail {
+namespace {
+
+constexpr int kTileTokens = 16;
+constexpr int kTileRows = 16;
+constexpr size_t kPackedQuants = kQK8_0 * kTileTokens;  // bytes of one block's B tile
+constexpr size_t kPackedBlock = kPackedQuants + kTileTokens * sizeof(float);
+
+// The tile configuration (LDTILECFG's 64-byte layout): tile 0 the int32 block sums (rows x
+// 16 tokens), tile 1 the weights (rows x 32 quants), tile 2 the activations (8 x 64);
+// tiles 3, 4, 5 the same for the next block, so the unit works on one block while the
+// vector units scale the other's sums.
+struct alignas(64) TileConfig {
+    uint8_t palette_id = 1;
+    uint8_t start_row = 0;
+    uint8_t reserved[14] = {};
+    uint16_t colsb[16] = {};
+    uint8_t rows[16] = {};
+};
+
+void load_config(int rows) {
+    TileConfig c;
+    for (int set = 0; set < 6; set += 3) {
+        c.rows[set] = static_cast<uint8_t>(rows);
+        c.colsb[set] = kTileTokens * sizeof(int32_t);
+        c.rows[set + 1] = static_cast<uint8_t>(rows);
+        c.colsb[set + 1] = kQK8_0;
+        c.rows[set + 2] = kQK8_0 / 4;
+        c.colsb[set + 2] = kTileTokens * 4;
+    }
+    _tile_loadconfig(&c);
+}
+
+// `rows` (<= 16) weight rows against one packed group of 16 tokens, `tokens` of them real.
+template <int kRows>
+void tile_group(int rows, int64_t n_blocks, int tokens, float* result, size_t result_stride, const BlockQ8_0* w0,
+                size_t w_stride, const std::byte* packed) {
+    const int n_rows = kRows > 0 ? kRows : rows;
+    alignas(64) int32_t sums[kTileRows][kTileTokens];
+    __m512 acc[kTileRows];
+    for (int r = 0; r < n_rows; ++r) acc[r] = _mm512_setzero_ps();
+    const auto* wb = reinterpret_cast<const uint8_t*>(w0);
+    auto weights = [&](int64_t b) { return wb + static_cast<size_t>(b) * sizeof(BlockQ8_0) + offsetof(BlockQ8_0, qs); };
+    auto tokens_of = [&](int64_t b) { return packed + static_cast<size_t>(b) * kPackedBlock; };
+    // Fuses block b's sums into the accumulators: acc = fma(float(sum), d_w * d_x, acc).
+    auto scale_block = [&](int64_t b) {
+        const __m512 dx = _mm512_loadu_ps(tokens_of(b) + kPackedQuants);
+        for (int r = 0; r < n_rows; ++r) {
+            const auto& wblock = *reinterpret_cast<const BlockQ8_0*>(wb + static_cast<size_t>(r) * w_stride +
+                                                                     static_cast<size_t>(b) * sizeof(BlockQ8_0));
+            const __m512 scale = _mm512_mul_ps(_mm512_set1_ps(f16_to_f32(wblock.d)), dx);
+            acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_load_si512(sums[r])), scale, acc[r]);
+        }
+    };
+    // Blocks in pairs on tiles 0-2 and 3-5: the next block's product is issued before
+    // this one's sums are scaled.
+    _tile_zero(0);
+    _tile_loadd(1, weights(0), w_stride);
+    _tile_loadd(2, tokens_of(0), kTileTokens * 4);
+    _tile_dpbssd(0, 1, 2);
+    for (int64_t b = 0; b < n_blocks; b += 2) {
+        const bool second = b + 1 < n_blocks;
+        if (second) {
+            _tile_zero(3);
+            _tile_loadd(4, weights(b + 1), w_stride);
+            _tile_loadd(5, tokens_of(b + 1), kTileTokens * 4);
+            _tile_dpbssd(3, 4, 5);
+        }
+        _tile_stored(0, sums, kTileTokens * sizeof(int32_t));
+        scale_block(b);
+        if (!second) break;
+        if (b + 2 < n_blocks) {
+            _tile_zero(0);
+            _tile_loadd(1, weights(b + 2), w_stride);
+            _tile_loadd(2, tokens_of(b + 2), kTileTokens * 4);
+            _tile_dpbssd(0, 1, 2);
+        }
+        _tile_stored(3, sums, kTileTokens * sizeof(int32_t));
+        scale_block(b + 1);
+    }
+    alignas(64) float out[kTileTokens];
+    for (int r = 0; r < n_rows; ++r) {
+        _mm512_store_ps(out, acc[r]);
+        for (int t = 0; t < tokens; ++t) result[static_cast<size_t>(t) * result_stride + static_cast<size_t>(r)] = out[t];
+    }
+}
+
+}  // namespace
+
+bool amx_usable() {
+    static const bool usable = [] {
+        constexpr long kReqXcompPerm = 0x1023;  // arch_prctl(ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA)
+        constexpr long kXtileData = 18;
+        return syscall(SYS_arch_prctl, kReqXcompPerm, kXtileData) == 0;
+    }();
+    return usable;
+}
+
+size_t amx_pack_q8_0_bytes(int64_t n, int64_t n_tokens) {
+    const auto groups = static_cast<size_t>((n_tokens + kTileTokens - 1) / kTileTokens);
+    return groups * static_cast<size_t>(n / kQK8_0) * kPackedBlock;
+}
+
+void amx_pack_q8_0(int64_t n, int64_t n_tokens, const void* x, size_t x_stride, std::byte* out) {
+    const int64_t n_blocks = n / kQK8_0;
+    const auto* xb = static_cast<const uint8_t*>(x);
+    std::memset(out, 0, amx_pack_q8_0_bytes(n, n_tokens));
+    for (int64_t t = 0; t < n_tokens; ++t) {
+        const auto* row = reinterpret_cast<const BlockQ8_0*>(xb + static_cast<size_t>(t) * x_stride);
+        std::byte* group = out + static_cast<size_t>(t / kTileTokens) * static_cast<size_t>(n_blocks) * kPackedBlock;
+        const auto lane = static_cast<size_t>(t % kTileTokens);
+        for (int64_t b = 0; b < n_blocks; ++b) {
+            std::byte* block = group + static_cast<size_t>(b) * kPackedBlock;
+            for (size_t k = 0; k < kQK8_0 / 4; ++k)  // tile row k: quants 4k..4k+3 of every token
+                std::memcpy(block + k * kTileTokens * 4 + lane * 4, row[b].qs + 4 * k, 4);
+            const float d = f16_to_f32(row[b].d);
+            std::memcpy(block + kPackedQuants + lane * sizeof(float), &d, sizeof d);
+        }
+    }
+}
+
+void amx_tile_q8_0(int64_t n, int64_t n_rows, int64_t n_tokens, float* result, size_t result_stride, const void* w,
+                   size_t w_stride, const std::byte* packed) {
+    const int64_t n_blocks = n / kQK8_0;
+    const auto* wb = static_cast<const uint8_t*>(w);
+    for (int64_t r0 = 0; r0 < n_rows; r0 += kTileRows) {
+        const int rows = static_cast<int>(std::min<int64_t>(kTileRows, n_rows - r0));
+        load_config(rows);
+        const auto* w0 = reinterpret_cast<const BlockQ8_0*>(wb + static_cast<size_t>(r0) * w_stride);
+        for (int64_t t0 = 0; t0 < n_tokens; t0 += kTileTokens) {
+            const int tokens = static_cast<int>(std::min<int64_t>(kTileTokens, n_tokens - t0));
+            const std::byte* group = packed + static_cast<size_t>(t0 / kTileTokens) * static_cast<size_t>(n_blocks) * kPackedBlock;
+            float* out = result + static_cast<size_t>(t0) * result_stride + static_cast<size_t>(r0);
+            if (rows == kTileRows) tile_group<kTileRows>(rows, n_blocks, tokens, out, result_stride, w0, w_stride, group);
+            else tile_group<0>(rows, n_blocks, tokens, out, result_stride, w0, w_stride, group);
+        }
+        _tile_release();
+    }
+}
+
+}  // namespace inlay::quant::detail
+
+#else  // no AMX in this build
+
+namespace inlay::quant::detail {
+bool amx_usable() { return false; }
+size_t amx_pack_q8_0_bytes(int64_t, int64_t) { return 0; }
+void amx_pack_q8_0(int64_t, int64_t, const void*, size_t, std::byte*) {}
+void amx_tile_q8_0(int64_t, int64_t, int64_t, float*, size_t, const void*, size_t, const std::byte*) {}
+}  // namespace inlay::quant::detail
+
+#endif
