@@ -19,6 +19,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <cstdlib>
 #include <cstring>
 
 #include "core/half.h"
@@ -116,6 +117,8 @@ void tile_group(int rows, int64_t n_blocks, int tokens, float* result, size_t re
 
 bool amx_usable() {
     static const bool usable = [] {
+        // INLAY_DISABLE_AMX=1 takes the path of CPUs without AMX (tests, troubleshooting).
+        if (const char* off = std::getenv("INLAY_DISABLE_AMX"); off && *off && std::strcmp(off, "0") != 0) return false;
         constexpr long kReqXcompPerm = 0x1023;  // arch_prctl(ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA)
         constexpr long kXtileData = 18;
         return syscall(SYS_arch_prctl, kReqXcompPerm, kXtileData) == 0;

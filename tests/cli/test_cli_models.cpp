@@ -328,3 +328,32 @@ TEST_CASE("inlay bench: JSON report", "[cli]") {
     CHECK(table.out.find("pp8") != std::string::npos);
     CHECK(table.out.find("tg4") != std::string::npos);
 }
+
+TEST_CASE("inlay bench --concurrency: JSON report of batched sessions", "[cli]") {
+    const auto model = testdata("models/stories260K.gguf");
+    INLAY_REQUIRE_FILE_OR_SKIP(model);
+    const json out =
+        run_json({"bench", "-m", model.string(), "--concurrency", "4", "-n", "12", "-r", "3", "-t", "2", "--json"});
+    CHECK(out["concurrency"] == 4);
+    CHECK(out["n_gen"] == 12);
+    CHECK(out["aggregate_decode_tokens_per_s"].get<double>() > 0);
+    REQUIRE(out["samples"]["aggregate_decode_tokens_per_s"].size() == 3);
+    auto samples = out["samples"]["aggregate_decode_tokens_per_s"].get<std::vector<double>>();
+    std::sort(samples.begin(), samples.end());
+    CHECK(out["aggregate_decode_tokens_per_s"].get<double>() == samples[1]);  // the median
+    CHECK(out["time_to_first_token_s"]["max"].get<double>() >= out["time_to_first_token_s"]["mean"].get<double>());
+    CHECK(out["per_token_latency_s"]["mean"].get<double>() > 0);
+    // Batching happened: four sessions of 12 tokens in far fewer than 4 * 12 forward passes
+    // per run (warm-up of up to 8 tokens, then 3 runs).
+    CHECK(out["forward_passes"].get<int64_t>() < (8 + 3 * 12) * 2);
+    // Every block is back in the pool, and the tokens are all accounted for.
+    const auto& m = out["metrics"];
+    CHECK(m["blocks_free"] == m["blocks_total"]);
+    CHECK(m["sequences_running"] == 0);
+    CHECK(m["sequences_waiting"] == 0);
+    CHECK(m["tokens_generated"].get<int64_t>() == 4 * (8 + 3 * 12));
+
+    const auto bad = run_process(inlay_tool(), {"bench", "-m", model.string(), "--concurrency", "0"});
+    CHECK(bad.exit_code != 0);
+    CHECK(bad.err.find("concurrency") != std::string::npos);
+}
