@@ -121,4 +121,12 @@ __m256i offset_start(__m256i xq) {
     else return _mm256_sub_epi32(_mm256_setzero_si256(), dot_u8_i8(_mm256_set1_epi8(Block32<Block>::kOffset), xq));
 }
 
+// The eight int32 sums of eight vectors' lanes: result lane r = sum of v[r]'s lanes.
+inline __m256i sum_lanes8(const __m256i (&v)[8]) {
+    const __m256i u0 = _mm256_hadd_epi32(_mm256_hadd_epi32(v[0], v[1]), _mm256_hadd_epi32(v[2], v[3]));
+    const __m256i u1 = _mm256_hadd_epi32(_mm256_hadd_epi32(v[4], v[5]), _mm256_hadd_epi32(v[6], v[7]));
+    // u0 = [v0..v3 sums of the low 128-bit halves | of the high halves], u1 likewise for v4..v7
+    return _mm256_add_epi32(_mm256_permute2x128_si256(u0, u1, 0x20), _mm256_permute2x128_si256(u0, u1, 0x31));
+}
+
 }  // namespace inlay::quant::detail::avx2

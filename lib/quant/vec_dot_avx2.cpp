@@ -93,14 +93,6 @@ void dot_block32(int64_t n, float* result, const uint8_t* w, size_t stride, cons
     for (int r = 0; r < R; ++r) result[r] = hsum(acc[r]) + mins[r];
 }
 
-// The eight int32 sums of eight vectors' lanes: result lane r = sum of v[r]'s lanes.
-inline __m256i sum_lanes8(const __m256i (&v)[8]) {
-    const __m256i u0 = _mm256_hadd_epi32(_mm256_hadd_epi32(v[0], v[1]), _mm256_hadd_epi32(v[2], v[3]));
-    const __m256i u1 = _mm256_hadd_epi32(_mm256_hadd_epi32(v[4], v[5]), _mm256_hadd_epi32(v[6], v[7]));
-    // u0 = [v0..v3 sums of the low 128-bit halves | of the high halves], u1 likewise for v4..v7
-    return _mm256_add_epi32(_mm256_permute2x128_si256(u0, u1, 0x20), _mm256_permute2x128_si256(u0, u1, 0x31));
-}
-
 // Q4_0 and Q8_0 against Q8_0 in block-sum order (see vec_dot_reference.cpp): per row one
 // float, fused with each block's whole integer dot and scale. Eight rows keep their
 // floats in the lanes of one vector; a single row uses the scalar fma, which rounds the

@@ -172,6 +172,120 @@ struct Block32Tile {
     }
 };
 
+// ---------------------------------------------------------------- block-sum types
+
+// Q4_0 and Q8_0 (dot_block_sums' order: per row one float fused with each block's whole
+// integer dot): eight rows' block sums in the lanes of one vector (sum_lanes8), one
+// vector per token. Block32<Block>::dot split as for the other types.
+template <class Block>
+struct BlockSumSplit;
+
+#if defined(__AVX512VNNI__) && defined(__AVX512VL__)
+// Q8_0 with VNNI: (w + 128) is unsigned, so one dpbusd per pair computes sum (w + 128) x,
+// started from -128 sum x (per token and lane): exactly sum w x.
+template <>
+struct BlockSumSplit<BlockQ8_0> {
+    struct Row {
+        __m256i levels;
+        void load(const BlockQ8_0& b) { levels = _mm256_xor_si256(load32(b.qs), _mm256_set1_epi8(-128)); }
+    };
+    struct Token {
+        __m256i x, start;
+        void load(const BlockQ8_0& b) {
+            x = load32(b.qs);
+            start = _mm256_sub_epi32(_mm256_setzero_si256(), dot_u8_i8(_mm256_set1_epi8(-128), x));
+        }
+    };
+    static __m256i pair(const Row& r, const Token& t) { return dot_u8_i8_add(t.start, r.levels, t.x); }
+};
+#else
+// Without VNNI the sign trick of dot_i8_i8 (maddubs would saturate on 255 * 127 pairs).
+template <>
+struct BlockSumSplit<BlockQ8_0> {
+    struct Row {
+        __m256i w, abs_w;
+        void load(const BlockQ8_0& b) {
+            w = load32(b.qs);
+            abs_w = _mm256_sign_epi8(w, w);
+        }
+    };
+    struct Token {
+        __m256i x;
+        void load(const BlockQ8_0& b) { x = load32(b.qs); }
+    };
+    static __m256i pair(const Row& r, const Token& t) { return dot_u8_i8(r.abs_w, _mm256_sign_epi8(t.x, r.w)); }
+};
+#endif
+
+template <>
+struct BlockSumSplit<BlockQ4_0> {
+    struct Row {
+        __m256i levels;
+        void load(const BlockQ4_0& b) { levels = nibbles(b.qs); }
+    };
+    struct Token {
+        __m256i x, start;
+        void load(const BlockQ8_0& b) {
+            x = load32(b.qs);
+            start = offset_start<BlockQ4_0>(x);
+        }
+    };
+    static __m256i pair(const Row& r, const Token& t) { return dot_u8_i8_add(t.start, r.levels, t.x); }
+};
+
+template <class Block>
+struct BlockSumTile {
+    template <int R, int T>
+    static void run(int64_t n, float* result, size_t result_stride, const uint8_t* w, size_t w_stride,
+                    const uint8_t* x, size_t x_stride) {
+        static_assert(R == 1 || R == 8);
+        using Split = BlockSumSplit<Block>;
+        const Block* wr[R];
+        const BlockQ8_0* xr[T];
+        for (int r = 0; r < R; ++r) wr[r] = row_as<Block>(w, w_stride, r);
+        for (int t = 0; t < T; ++t) xr[t] = token_as<BlockQ8_0>(x, x_stride, t);
+        __m256 acc8[T];
+        float acc1[T];
+        for (int t = 0; t < T; ++t) {
+            acc8[t] = _mm256_setzero_ps();
+            acc1[t] = 0.0f;
+        }
+        for (int64_t b = 0; b < n / kQK8_0; ++b) {
+            if constexpr (R == 8) {
+                typename Split::Row row[8];
+                for (int r = 0; r < 8; ++r) row[r].load(wr[r][b]);
+                const __m256 dw = _mm256_cvtph_ps(_mm_setr_epi16(
+                    static_cast<int16_t>(wr[0][b].d), static_cast<int16_t>(wr[1][b].d), static_cast<int16_t>(wr[2][b].d),
+                    static_cast<int16_t>(wr[3][b].d), static_cast<int16_t>(wr[4][b].d), static_cast<int16_t>(wr[5][b].d),
+                    static_cast<int16_t>(wr[6][b].d), static_cast<int16_t>(wr[7][b].d)));
+                for (int t = 0; t < T; ++t) {
+                    typename Split::Token token;
+                    token.load(xr[t][b]);
+                    __m256i p[8];
+                    for (int r = 0; r < 8; ++r) p[r] = Split::pair(row[r], token);
+                    const __m256 scale = _mm256_mul_ps(dw, _mm256_set1_ps(f16_to_f32(xr[t][b].d)));
+                    acc8[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum_lanes8(p)), scale, acc8[t]);
+                }
+            } else {
+                typename Split::Row row;
+                row.load(wr[0][b]);
+                const float dw = f16_to_f32(wr[0][b].d);
+                for (int t = 0; t < T; ++t) {
+                    typename Split::Token token;
+                    token.load(xr[t][b]);
+                    const int32_t sumi = hsum(Split::pair(row, token));
+                    acc1[t] = std::fma(static_cast<float>(sumi), dw * f16_to_f32(xr[t][b].d), acc1[t]);
+                }
+            }
+        }
+        for (int t = 0; t < T; ++t) {
+            float* out = result + static_cast<size_t>(t) * result_stride;
+            if constexpr (R == 8) _mm256_storeu_ps(out, acc8[t]);
+            else out[0] = acc1[t];
+        }
+    }
+};
+
 // Tile shapes: R * T accumulators (times 4 for the 16-bit floats) plus R rows' operands
 // must fit the register file.
 constexpr int kFloat16Rows = kWideRegisters ? 2 : 1;
@@ -180,6 +294,7 @@ constexpr int kF32Rows = kWideRegisters ? 4 : 2;
 constexpr int kF32Tokens = kWideRegisters ? 4 : 3;
 constexpr int kBlockRows = kWideRegisters ? 4 : 2;
 constexpr int kBlockTokens = kWideRegisters ? 3 : 2;
+constexpr int kBlockSumTokens = kWideRegisters ? 3 : 2;
 
 }  // namespace
 
@@ -188,6 +303,8 @@ VecDotTileFn avx2_tile_kernel(DType weight) {
         case DType::F32: return tiles<FloatTile<DType::F32>, kF32Rows, kF32Tokens>;
         case DType::F16: return tiles<FloatTile<DType::F16>, kFloat16Rows, kFloat16Tokens>;
         case DType::BF16: return tiles<FloatTile<DType::BF16>, kFloat16Rows, kFloat16Tokens>;
+        case DType::Q8_0: return tiles<BlockSumTile<BlockQ8_0>, 8, kBlockSumTokens>;
+        case DType::Q4_0: return tiles<BlockSumTile<BlockQ4_0>, 8, kBlockSumTokens>;
         case DType::Q5_0: return tiles<Block32Tile<BlockQ5_0>, kBlockRows, kBlockTokens>;
         case DType::Q4_1: return tiles<Block32Tile<BlockQ4_1>, kBlockRows, kBlockTokens>;
         case DType::Q5_1: return tiles<Block32Tile<BlockQ5_1>, kBlockRows, kBlockTokens>;
