@@ -362,6 +362,12 @@ TEST_CASE("vec_dot_tile equals per-row, per-token dots", "[quant][vec_dot]") {
                     std::vector<float> got(result_stride * static_cast<size_t>(n_tokens), 12345.0f);
                     quant::vec_dot_tile(type, n, n_rows, n_tokens, got.data(), result_stride, w.data(), w_stride,
                                         x.data(), x_stride);
+                    // The same through a pack built once for the batch (as CpuBackend::matmul does).
+                    const quant::TilePack pack(type, n, n_tokens, x.data(), x_stride);
+                    std::vector<float> packed(got.size(), 12345.0f);
+                    quant::vec_dot_tile(type, n, n_rows, n_tokens, packed.data(), result_stride, w.data(), w_stride,
+                                        x.data(), x_stride, &pack);
+                    REQUIRE(std::memcmp(packed.data(), got.data(), got.size() * sizeof(float)) == 0);
                     for (int64_t t = 0; t < n_tokens; ++t) {
                         for (size_t r = 0; r < result_stride; ++r) {
                             const float value = got[static_cast<size_t>(t) * result_stride + r];
@@ -395,5 +401,16 @@ TEST_CASE("vec_dot_tile rejects bad arguments", "[quant][vec_dot]") {
     REQUIRE(status_of([&] { quant::vec_dot_tile(DType::Q8_K, 256, 1, 1, out, 1, buf.data(), 292, buf.data(), 292); }) ==
             INLAY_ERR_UNSUPPORTED);
     REQUIRE(status_of([&] { quant::vec_dot_tile(DType::Q8_0, 32, 0, 3, nullptr, 1, nullptr, 34, nullptr, 34); }) ==
+            INLAY_OK);
+    // A pack must be the one made for these activations: type, length and token count.
+    const quant::TilePack pack(DType::Q8_0, 64, 2, buf.data(), 68);
+    float four[4];
+    REQUIRE(status_of([&] { quant::vec_dot_tile(DType::Q8_0, 64, 1, 3, four, 1, buf.data(), 68, buf.data(), 68, &pack); }) ==
+            INLAY_ERR_INVALID_ARGUMENT);
+    REQUIRE(status_of([&] { quant::vec_dot_tile(DType::Q8_0, 32, 1, 2, four, 1, buf.data(), 34, buf.data(), 34, &pack); }) ==
+            INLAY_ERR_INVALID_ARGUMENT);
+    REQUIRE(status_of([&] { quant::vec_dot_tile(DType::Q4_0, 64, 1, 2, four, 1, buf.data(), 36, buf.data(), 68, &pack); }) ==
+            INLAY_ERR_INVALID_ARGUMENT);
+    REQUIRE(status_of([&] { quant::vec_dot_tile(DType::Q8_0, 64, 1, 2, four, 1, buf.data(), 68, buf.data(), 68, &pack); }) ==
             INLAY_OK);
 }
