@@ -233,6 +233,7 @@ namespace inlay::quant::detail {
 VecDotFn avx2_kernel(DType) { return nullptr; }
 VecDotRowsFn avx2_rows_kernel(DType) { return nullptr; }
 VecDotFn avx2_kquant_kernel(DType) { return nullptr; }
+VecDotTileFn avx2_kquant_tile_kernel(DType) { return nullptr; }
 VecDotRowsFn avx2_kquant_rows_kernel(DType) { return nullptr; }
 }  // namespace inlay::quant::detail
 

@@ -112,6 +112,82 @@ void dot_affine_k(int64_t n, float* result, const uint8_t* w, size_t stride, con
     for (int r = 0; r < R; ++r) result[r] = hsum(acc[r]) - hsum(acc_min[r]);
 }
 
+// Q4_K / Q5_K token tiles: dot_affine_k's arithmetic per (row, token) pair (the same
+// integer sums, the same two float accumulators updated in the same order), with a
+// row's levels and per-chunk scales unpacked once per chunk for all T tokens.
+template <bool Q5>
+struct AffineKTile {
+    template <int R, int T>
+    static void run(int64_t n, float* result, size_t result_stride, const uint8_t* w, size_t w_stride,
+                    const uint8_t* x, size_t x_stride) {
+        using Block = std::conditional_t<Q5, BlockQ5_K, BlockQ4_K>;
+        const Block* wr[R];
+        const BlockQ8_K* xr[T];
+        for (int r = 0; r < R; ++r) wr[r] = row_as<Block>(w, w_stride, r);
+        for (int t = 0; t < T; ++t)
+            xr[t] = static_cast<const BlockQ8_K*>(static_cast<const void*>(x + static_cast<size_t>(t) * x_stride));
+        __m256 acc[R][T], acc_min[R][T];
+        for (int r = 0; r < R; ++r) {
+            for (int t = 0; t < T; ++t) {
+                acc[r][t] = _mm256_setzero_ps();
+                acc_min[r][t] = _mm256_setzero_ps();
+            }
+        }
+        const __m256i low4 = _mm256_set1_epi8(15);
+        for (int64_t b = 0; b < n / kQK_K; ++b) {
+            __m256i scales16[R];
+            __m256i qh[R];
+            __m256i sumi[R][T];
+            for (int r = 0; r < R; ++r) {
+                const Block& wb = wr[r][b];
+                const __m128i sm = unpack_k_scales(wb.scales);
+                const __m128i sc16 = _mm_cvtepu8_epi16(sm);
+                scales16[r] = _mm256_set_m128i(sc16, sc16);
+                for (int t = 0; t < T; ++t) {
+                    const BlockQ8_K& xb = xr[t][b];
+                    const __m256i mins = k_min_products(sm, load32(xb.bsums));
+                    acc_min[r][t] = _mm256_fmadd_ps(_mm256_set1_ps(xb.d * f16_to_f32(wb.dmin)), _mm256_cvtepi32_ps(mins),
+                                                    acc_min[r][t]);
+                    sumi[r][t] = _mm256_setzero_si256();
+                }
+                if constexpr (Q5) qh[r] = load32(wb.qh);
+            }
+            auto chunk = [&]<int C>() {
+                for (int r = 0; r < R; ++r) {
+                    const __m256i q = load32(wr[r][b].qs + 32 * C);
+                    __m256i lo = _mm256_and_si256(q, low4);
+                    __m256i hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), low4);
+                    if constexpr (Q5) {
+                        lo = _mm256_or_si256(lo, fifth_bit<2 * C>(qh[r]));
+                        hi = _mm256_or_si256(hi, fifth_bit<2 * C + 1>(qh[r]));
+                    }
+                    const __m256i scale_lo = _mm256_shuffle_epi8(scales16[r], broadcast16_pick(2 * C));
+                    const __m256i scale_hi = _mm256_shuffle_epi8(scales16[r], broadcast16_pick(2 * C + 1));
+                    for (int t = 0; t < T; ++t) {
+                        const __m256i pl = scaled_pairs(lo, load32(xr[t][b].qs + 64 * C), scale_lo);
+                        const __m256i ph = scaled_pairs(hi, load32(xr[t][b].qs + 64 * C + 32), scale_hi);
+                        sumi[r][t] = _mm256_add_epi32(sumi[r][t], _mm256_add_epi32(pl, ph));
+                    }
+                }
+            };
+            chunk.template operator()<0>();
+            chunk.template operator()<1>();
+            chunk.template operator()<2>();
+            chunk.template operator()<3>();
+            for (int r = 0; r < R; ++r) {
+                for (int t = 0; t < T; ++t) {
+                    acc[r][t] = _mm256_fmadd_ps(_mm256_set1_ps(xr[t][b].d * f16_to_f32(wr[r][b].d)),
+                                                _mm256_cvtepi32_ps(sumi[r][t]), acc[r][t]);
+                }
+            }
+        }
+        for (int r = 0; r < R; ++r)
+            for (int t = 0; t < T; ++t)
+                result[static_cast<size_t>(t) * result_stride + static_cast<size_t>(r)] =
+                    hsum(acc[r][t]) - hsum(acc_min[r][t]);
+    }
+};
+
 // Shuffle giving int16 lane j in the low 128-bit lane and lane j+1 in the high one.
 inline __m256i pair_pick16(int j) {
     const auto lo = static_cast<int16_t>((2 * j) | ((2 * j + 1) << 8));
@@ -182,6 +258,20 @@ VecDotFn avx2_kquant_kernel(DType weight) {
         case DType::Q4_K: return single_row<dot_affine_k<false, 1>>;
         case DType::Q5_K: return single_row<dot_affine_k<true, 1>>;
         case DType::Q6_K: return single_row<dot_q6_k<1>>;
+        default: return nullptr;
+    }
+}
+
+#if defined(__AVX512VL__)
+constexpr int kKTileTokens = 4;  // 32 vector registers
+#else
+constexpr int kKTileTokens = 2;
+#endif
+
+VecDotTileFn avx2_kquant_tile_kernel(DType weight) {
+    switch (weight) {
+        case DType::Q4_K: return tiles<AffineKTile<false>, 1, kKTileTokens>;
+        case DType::Q5_K: return tiles<AffineKTile<true>, 1, kKTileTokens>;
         default: return nullptr;
     }
 }
