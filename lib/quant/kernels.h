@@ -43,7 +43,7 @@ void amx_tile_q8_0(int64_t n, int64_t n_rows, int64_t n_tokens, float* result, s
 // AVX2 K-quant kernels (Q4_K, Q5_K, Q6_K; nullptr for other types or without AVX2).
 VecDotFn avx2_kquant_kernel(DType weight);
 VecDotRowsFn avx2_kquant_rows_kernel(DType weight);
-VecDotTileFn avx2_kquant_tile_kernel(DType weight);  // Q4_K, Q5_K
+VecDotTileFn avx2_kquant_tile_kernel(DType weight);  // Q4_K, Q5_K, Q6_K
 
 // Kernels written as row groups: GroupFn<R>(n, result, w, w_stride, x) computes rows
 // 0..R-1 (row r at w + r*w_stride) with per-row arithmetic that does not depend on R,

@@ -251,6 +251,62 @@ void dot_q6_k(int64_t n, float* result, const uint8_t* w, size_t stride, const v
     for (int r = 0; r < R; ++r) result[r] = hsum(acc[r]);
 }
 
+// Q6_K token tiles: dot_q6_k's arithmetic per (row, token) pair, a row's levels and
+// scales unpacked once per half super-block for all T tokens.
+struct Q6KTile {
+    template <int R, int T>
+    static void run(int64_t n, float* result, size_t result_stride, const uint8_t* w, size_t w_stride,
+                    const uint8_t* x, size_t x_stride) {
+        static_assert(R == 1);
+        const BlockQ6_K* wr = row_as<BlockQ6_K>(w, w_stride, 0);
+        const BlockQ8_K* xr[T];
+        for (int t = 0; t < T; ++t)
+            xr[t] = static_cast<const BlockQ8_K*>(static_cast<const void*>(x + static_cast<size_t>(t) * x_stride));
+        __m256 acc[T];
+        for (int t = 0; t < T; ++t) acc[t] = _mm256_setzero_ps();
+        const __m256i low4 = _mm256_set1_epi8(15);
+        const __m256i low2 = _mm256_set1_epi8(3);
+        for (int64_t b = 0; b < n / kQK_K; ++b) {
+            const BlockQ6_K& wb = wr[b];
+            const __m256i sc16 = _mm256_cvtepi8_epi16(load16(wb.scales));
+            const __m256i scales16[2] = {_mm256_permute2x128_si256(sc16, sc16, 0x00),
+                                         _mm256_permute2x128_si256(sc16, sc16, 0x11)};
+            __m256i sumi[T];
+            for (int t = 0; t < T; ++t) {
+                const __m256i bias = _mm256_madd_epi16(load32(xr[t][b].bsums), sc16);
+                sumi[t] = _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(bias, 5));
+            }
+            for (int h = 0; h < 2; ++h) {
+                const __m256i ql0 = load32(wb.ql + 64 * h);
+                const __m256i ql1 = load32(wb.ql + 64 * h + 32);
+                const __m256i qh = load32(wb.qh + 32 * h);
+                const __m256i q0 =
+                    _mm256_or_si256(_mm256_and_si256(ql0, low4), _mm256_slli_epi16(_mm256_and_si256(qh, low2), 4));
+                const __m256i q1 = _mm256_or_si256(_mm256_and_si256(ql1, low4),
+                                                   _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2), low2), 4));
+                const __m256i q2 = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql0, 4), low4),
+                                                   _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 4), low2), 4));
+                const __m256i q3 = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql1, 4), low4),
+                                                   _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 6), low2), 4));
+                const __m256i s0 = _mm256_shuffle_epi8(scales16[h], pair_pick16(0));
+                const __m256i s1 = _mm256_shuffle_epi8(scales16[h], pair_pick16(2));
+                const __m256i s2 = _mm256_shuffle_epi8(scales16[h], pair_pick16(4));
+                const __m256i s3 = _mm256_shuffle_epi8(scales16[h], pair_pick16(6));
+                for (int t = 0; t < T; ++t) {
+                    const int8_t* xq = xr[t][b].qs + 128 * h;
+                    const __m256i p01 = _mm256_add_epi32(scaled_pairs(q0, load32(xq), s0), scaled_pairs(q1, load32(xq + 32), s1));
+                    const __m256i p23 =
+                        _mm256_add_epi32(scaled_pairs(q2, load32(xq + 64), s2), scaled_pairs(q3, load32(xq + 96), s3));
+                    sumi[t] = _mm256_add_epi32(sumi[t], _mm256_add_epi32(p01, p23));
+                }
+            }
+            for (int t = 0; t < T; ++t)
+                acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(xr[t][b].d * f16_to_f32(wb.d)), _mm256_cvtepi32_ps(sumi[t]), acc[t]);
+        }
+        for (int t = 0; t < T; ++t) result[static_cast<size_t>(t) * result_stride] = hsum(acc[t]);
+    }
+};
+
 }  // namespace
 
 VecDotFn avx2_kquant_kernel(DType weight) {
@@ -272,6 +328,7 @@ VecDotTileFn avx2_kquant_tile_kernel(DType weight) {
     switch (weight) {
         case DType::Q4_K: return tiles<AffineKTile<false>, 1, kKTileTokens>;
         case DType::Q5_K: return tiles<AffineKTile<true>, 1, kKTileTokens>;
+        case DType::Q6_K: return tiles<Q6KTile, 1, kKTileTokens>;
         default: return nullptr;
     }
 }
