@@ -56,6 +56,37 @@ inline __m256i fifth_bit(__m256i qh) {
     return _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, Shift), _mm256_set1_epi8(1)), 4);
 }
 
+// The 128 levels (0..63, stored +32) of half h of a Q6_K super-block as four vectors of
+// 32: q[k] holds values 32k..32k+31 of the half (low 4 bits from ql, top 2 from qh).
+inline void q6_levels(const BlockQ6_K& b, int h, __m256i (&q)[4]) {
+    const __m256i low4 = _mm256_set1_epi8(15);
+    const __m256i low2 = _mm256_set1_epi8(3);
+    const __m256i ql0 = load32(b.ql + 64 * h);
+    const __m256i ql1 = load32(b.ql + 64 * h + 32);
+    const __m256i qh = load32(b.qh + 32 * h);
+    q[0] = _mm256_or_si256(_mm256_and_si256(ql0, low4), _mm256_slli_epi16(_mm256_and_si256(qh, low2), 4));
+    q[1] = _mm256_or_si256(_mm256_and_si256(ql1, low4),
+                           _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2), low2), 4));
+    q[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql0, 4), low4),
+                           _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 4), low2), 4));
+    q[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql1, 4), low4),
+                           _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 6), low2), 4));
+}
+
+// Levels of chunk C (64 values) of a Q4_K / Q5_K super-block: values 64C..64C+31 in lo,
+// 64C+32..64C+63 in hi (plus the fifth bit from qh for Q5_K).
+template <bool Q5, int C, class Block>
+inline void affine_levels(const Block& b, __m256i qh, __m256i& lo, __m256i& hi) {
+    const __m256i low4 = _mm256_set1_epi8(15);
+    const __m256i q = load32(b.qs + 32 * C);
+    lo = _mm256_and_si256(q, low4);
+    hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), low4);
+    if constexpr (Q5) {
+        lo = _mm256_or_si256(lo, fifth_bit<2 * C>(qh));
+        hi = _mm256_or_si256(hi, fifth_bit<2 * C + 1>(qh));
+    }
+}
+
 // Q4_K (Q5 = false) and Q5_K (Q5 = true).
 template <bool Q5, int R>
 void dot_affine_k(int64_t n, float* result, const uint8_t* w, size_t stride, const void* x_row) {
@@ -68,7 +99,6 @@ void dot_affine_k(int64_t n, float* result, const uint8_t* w, size_t stride, con
         acc[r] = _mm256_setzero_ps();
         acc_min[r] = _mm256_setzero_ps();
     }
-    const __m256i low4 = _mm256_set1_epi8(15);
     for (int64_t b = 0; b < n / kQK_K; ++b) {
         const BlockQ8_K& xb = x[b];
         const __m256i bsums = load32(xb.bsums);
@@ -89,13 +119,8 @@ void dot_affine_k(int64_t n, float* result, const uint8_t* w, size_t stride, con
             const __m256i xl = load32(xb.qs + 64 * C);
             const __m256i xh = load32(xb.qs + 64 * C + 32);
             for (int r = 0; r < R; ++r) {
-                const __m256i q = load32(wr[r][b].qs + 32 * C);
-                __m256i lo = _mm256_and_si256(q, low4);
-                __m256i hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), low4);
-                if constexpr (Q5) {
-                    lo = _mm256_or_si256(lo, fifth_bit<2 * C>(qh[r]));
-                    hi = _mm256_or_si256(hi, fifth_bit<2 * C + 1>(qh[r]));
-                }
+                __m256i lo, hi;
+                affine_levels<Q5, C>(wr[r][b], qh[r], lo, hi);
                 const __m256i pl = scaled_pairs(lo, xl, _mm256_shuffle_epi8(scales16[r], broadcast16_pick(2 * C)));
                 const __m256i ph = scaled_pairs(hi, xh, _mm256_shuffle_epi8(scales16[r], broadcast16_pick(2 * C + 1)));
                 sumi[r] = _mm256_add_epi32(sumi[r], _mm256_add_epi32(pl, ph));
@@ -133,7 +158,6 @@ struct AffineKTile {
                 acc_min[r][t] = _mm256_setzero_ps();
             }
         }
-        const __m256i low4 = _mm256_set1_epi8(15);
         for (int64_t b = 0; b < n / kQK_K; ++b) {
             __m256i scales16[R];
             __m256i qh[R];
@@ -154,13 +178,8 @@ struct AffineKTile {
             }
             auto chunk = [&]<int C>() {
                 for (int r = 0; r < R; ++r) {
-                    const __m256i q = load32(wr[r][b].qs + 32 * C);
-                    __m256i lo = _mm256_and_si256(q, low4);
-                    __m256i hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), low4);
-                    if constexpr (Q5) {
-                        lo = _mm256_or_si256(lo, fifth_bit<2 * C>(qh[r]));
-                        hi = _mm256_or_si256(hi, fifth_bit<2 * C + 1>(qh[r]));
-                    }
+                    __m256i lo, hi;
+                    affine_levels<Q5, C>(wr[r][b], qh[r], lo, hi);
                     const __m256i scale_lo = _mm256_shuffle_epi8(scales16[r], broadcast16_pick(2 * C));
                     const __m256i scale_hi = _mm256_shuffle_epi8(scales16[r], broadcast16_pick(2 * C + 1));
                     for (int t = 0; t < T; ++t) {
@@ -204,8 +223,6 @@ void dot_q6_k(int64_t n, float* result, const uint8_t* w, size_t stride, const v
         wr[r] = row_as<BlockQ6_K>(w, stride, r);
         acc[r] = _mm256_setzero_ps();
     }
-    const __m256i low4 = _mm256_set1_epi8(15);
-    const __m256i low2 = _mm256_set1_epi8(3);
     for (int64_t b = 0; b < n / kQK_K; ++b) {
         const BlockQ8_K& xb = x[b];
         const __m256i bsums = load32(xb.bsums);
@@ -225,22 +242,12 @@ void dot_q6_k(int64_t n, float* result, const uint8_t* w, size_t stride, const v
             const __m256i x2 = load32(xb.qs + 128 * h + 64);
             const __m256i x3 = load32(xb.qs + 128 * h + 96);
             for (int r = 0; r < R; ++r) {
-                const BlockQ6_K& wb = wr[r][b];
-                const __m256i ql0 = load32(wb.ql + 64 * h);
-                const __m256i ql1 = load32(wb.ql + 64 * h + 32);
-                const __m256i qh = load32(wb.qh + 32 * h);
-                const __m256i q0 =
-                    _mm256_or_si256(_mm256_and_si256(ql0, low4), _mm256_slli_epi16(_mm256_and_si256(qh, low2), 4));
-                const __m256i q1 = _mm256_or_si256(_mm256_and_si256(ql1, low4),
-                                                   _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2), low2), 4));
-                const __m256i q2 = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql0, 4), low4),
-                                                   _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 4), low2), 4));
-                const __m256i q3 = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql1, 4), low4),
-                                                   _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 6), low2), 4));
+                __m256i q[4];
+                q6_levels(wr[r][b], h, q);
                 // 32 values k of this half use scale 8h+2k (values 0-15) and 8h+2k+1 (16-31).
                 auto sc = [&](int k) { return _mm256_shuffle_epi8(scales16[r][h], pair_pick16(2 * k)); };
-                const __m256i p01 = _mm256_add_epi32(scaled_pairs(q0, x0, sc(0)), scaled_pairs(q1, x1, sc(1)));
-                const __m256i p23 = _mm256_add_epi32(scaled_pairs(q2, x2, sc(2)), scaled_pairs(q3, x3, sc(3)));
+                const __m256i p01 = _mm256_add_epi32(scaled_pairs(q[0], x0, sc(0)), scaled_pairs(q[1], x1, sc(1)));
+                const __m256i p23 = _mm256_add_epi32(scaled_pairs(q[2], x2, sc(2)), scaled_pairs(q[3], x3, sc(3)));
                 sumi[r] = _mm256_add_epi32(sumi[r], _mm256_add_epi32(p01, p23));
             }
         }
@@ -264,8 +271,6 @@ struct Q6KTile {
             xr[t] = static_cast<const BlockQ8_K*>(static_cast<const void*>(x + static_cast<size_t>(t) * x_stride));
         __m256 acc[T];
         for (int t = 0; t < T; ++t) acc[t] = _mm256_setzero_ps();
-        const __m256i low4 = _mm256_set1_epi8(15);
-        const __m256i low2 = _mm256_set1_epi8(3);
         for (int64_t b = 0; b < n / kQK_K; ++b) {
             const BlockQ6_K& wb = wr[b];
             const __m256i sc16 = _mm256_cvtepi8_epi16(load16(wb.scales));
@@ -277,26 +282,18 @@ struct Q6KTile {
                 sumi[t] = _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(bias, 5));
             }
             for (int h = 0; h < 2; ++h) {
-                const __m256i ql0 = load32(wb.ql + 64 * h);
-                const __m256i ql1 = load32(wb.ql + 64 * h + 32);
-                const __m256i qh = load32(wb.qh + 32 * h);
-                const __m256i q0 =
-                    _mm256_or_si256(_mm256_and_si256(ql0, low4), _mm256_slli_epi16(_mm256_and_si256(qh, low2), 4));
-                const __m256i q1 = _mm256_or_si256(_mm256_and_si256(ql1, low4),
-                                                   _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2), low2), 4));
-                const __m256i q2 = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql0, 4), low4),
-                                                   _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 4), low2), 4));
-                const __m256i q3 = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql1, 4), low4),
-                                                   _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 6), low2), 4));
+                __m256i q[4];
+                q6_levels(wb, h, q);
                 const __m256i s0 = _mm256_shuffle_epi8(scales16[h], pair_pick16(0));
                 const __m256i s1 = _mm256_shuffle_epi8(scales16[h], pair_pick16(2));
                 const __m256i s2 = _mm256_shuffle_epi8(scales16[h], pair_pick16(4));
                 const __m256i s3 = _mm256_shuffle_epi8(scales16[h], pair_pick16(6));
                 for (int t = 0; t < T; ++t) {
                     const int8_t* xq = xr[t][b].qs + 128 * h;
-                    const __m256i p01 = _mm256_add_epi32(scaled_pairs(q0, load32(xq), s0), scaled_pairs(q1, load32(xq + 32), s1));
+                    const __m256i p01 =
+                        _mm256_add_epi32(scaled_pairs(q[0], load32(xq), s0), scaled_pairs(q[1], load32(xq + 32), s1));
                     const __m256i p23 =
-                        _mm256_add_epi32(scaled_pairs(q2, load32(xq + 64), s2), scaled_pairs(q3, load32(xq + 96), s3));
+                        _mm256_add_epi32(scaled_pairs(q[2], load32(xq + 64), s2), scaled_pairs(q[3], load32(xq + 96), s3));
                     sumi[t] = _mm256_add_epi32(sumi[t], _mm256_add_epi32(p01, p23));
                 }
             }
