@@ -16,6 +16,14 @@ namespace inlay::quant::detail::avx2 {
 
 using namespace simd;
 
+// With AVX-512VL the compiler has 32 vector registers (16 without), which sets how many
+// rows and tokens a tile kernel can keep in flight.
+#if defined(__AVX512VL__)
+inline constexpr bool kWideRegisters = true;
+#else
+inline constexpr bool kWideRegisters = false;
+#endif
+
 // Row r of a weight matrix whose rows are `stride` bytes apart.
 template <class T>
 const T* row_as(const uint8_t* w, size_t stride, int r) {
@@ -69,7 +77,8 @@ inline __m256i levels5(const uint8_t* qs, const uint8_t* qh) {
 
 // Per weight type: the activation block, the level offset (value = level - kOffset, the
 // offset applied as -kOffset * sum(x), computed once per activation block and shared by
-// all rows), whether there is a min (m * s per block), and the block's integer dot with
+// all rows), whether there is a min (m * s per block), the unsigned levels of a block
+// (types stored as levels; Q8_0 stores signed values), and the block's integer dot with
 // the activation quants xq (`start` holds the offset term). Levels are unsigned bytes
 // (at most 31), so maddubs' pair sums stay below 2 * 31 * 127. Int32 lane k holds the
 // products 4k..4k+3, as in ggml's kernels.
@@ -87,32 +96,32 @@ struct Block32<BlockQ4_0> {
     using Act = BlockQ8_0;
     static constexpr int kOffset = 8;
     static constexpr bool kMin = false;
-    static __m256i dot(const BlockQ4_0& b, __m256i xq, __m256i start) {
-        return dot_u8_i8_add(start, nibbles(b.qs), xq);
-    }
+    static __m256i levels(const BlockQ4_0& b) { return nibbles(b.qs); }
+    static __m256i dot(const BlockQ4_0& b, __m256i xq, __m256i start) { return dot_u8_i8_add(start, levels(b), xq); }
 };
 template <>
 struct Block32<BlockQ5_0> {
     using Act = BlockQ8_0;
     static constexpr int kOffset = 16;
     static constexpr bool kMin = false;
-    static __m256i dot(const BlockQ5_0& b, __m256i xq, __m256i start) {
-        return dot_u8_i8_add(start, levels5(b.qs, b.qh), xq);
-    }
+    static __m256i levels(const BlockQ5_0& b) { return levels5(b.qs, b.qh); }
+    static __m256i dot(const BlockQ5_0& b, __m256i xq, __m256i start) { return dot_u8_i8_add(start, levels(b), xq); }
 };
 template <>
 struct Block32<BlockQ4_1> {
     using Act = BlockQ8_1;
     static constexpr int kOffset = 0;
     static constexpr bool kMin = true;
-    static __m256i dot(const BlockQ4_1& b, __m256i xq, __m256i) { return dot_u8_i8(nibbles(b.qs), xq); }
+    static __m256i levels(const BlockQ4_1& b) { return nibbles(b.qs); }
+    static __m256i dot(const BlockQ4_1& b, __m256i xq, __m256i) { return dot_u8_i8(levels(b), xq); }
 };
 template <>
 struct Block32<BlockQ5_1> {
     using Act = BlockQ8_1;
     static constexpr int kOffset = 0;
     static constexpr bool kMin = true;
-    static __m256i dot(const BlockQ5_1& b, __m256i xq, __m256i) { return dot_u8_i8(levels5(b.qs, b.qh), xq); }
+    static __m256i levels(const BlockQ5_1& b) { return levels5(b.qs, b.qh); }
+    static __m256i dot(const BlockQ5_1& b, __m256i xq, __m256i) { return dot_u8_i8(levels(b), xq); }
 };
 
 template <class Block>

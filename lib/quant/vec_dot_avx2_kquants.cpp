@@ -149,8 +149,7 @@ struct AffineKTile {
         const Block* wr[R];
         const BlockQ8_K* xr[T];
         for (int r = 0; r < R; ++r) wr[r] = row_as<Block>(w, w_stride, r);
-        for (int t = 0; t < T; ++t)
-            xr[t] = static_cast<const BlockQ8_K*>(static_cast<const void*>(x + static_cast<size_t>(t) * x_stride));
+        for (int t = 0; t < T; ++t) xr[t] = row_as<BlockQ8_K>(x, x_stride, t);
         __m256 acc[R][T], acc_min[R][T];
         for (int r = 0; r < R; ++r) {
             for (int t = 0; t < T; ++t) {
@@ -267,8 +266,7 @@ struct Q6KTile {
         static_assert(R == 1);
         const BlockQ6_K* wr = row_as<BlockQ6_K>(w, w_stride, 0);
         const BlockQ8_K* xr[T];
-        for (int t = 0; t < T; ++t)
-            xr[t] = static_cast<const BlockQ8_K*>(static_cast<const void*>(x + static_cast<size_t>(t) * x_stride));
+        for (int t = 0; t < T; ++t) xr[t] = row_as<BlockQ8_K>(x, x_stride, t);
         __m256 acc[T];
         for (int t = 0; t < T; ++t) acc[t] = _mm256_setzero_ps();
         for (int64_t b = 0; b < n / kQK_K; ++b) {
@@ -315,11 +313,7 @@ VecDotFn avx2_kquant_kernel(DType weight) {
     }
 }
 
-#if defined(__AVX512VL__)
-constexpr int kKTileTokens = 4;  // 32 vector registers
-#else
-constexpr int kKTileTokens = 2;
-#endif
+constexpr int kKTileTokens = kWideRegisters ? 4 : 2;
 
 VecDotTileFn avx2_kquant_tile_kernel(DType weight) {
     switch (weight) {

@@ -22,18 +22,6 @@ namespace {
 
 using namespace avx2;
 
-// With AVX-512VL the compiler has 32 vector registers for the R * T accumulators.
-#if defined(__AVX512VL__)
-constexpr bool kWideRegisters = true;
-#else
-constexpr bool kWideRegisters = false;
-#endif
-
-template <class T>
-const T* token_as(const uint8_t* x, size_t stride, int t) {
-    return static_cast<const T*>(static_cast<const void*>(x + static_cast<size_t>(t) * stride));
-}
-
 // ---------------------------------------------------------------- float types
 
 // dot_float's arithmetic per pair: U accumulators over chunks of 8 * U, then chunks of
@@ -49,7 +37,7 @@ struct FloatTile {
         const Elem* wr[R];
         const Elem* xr[T];
         for (int r = 0; r < R; ++r) wr[r] = row_as<Elem>(w, w_stride, r);
-        for (int t = 0; t < T; ++t) xr[t] = token_as<Elem>(x, x_stride, t);
+        for (int t = 0; t < T; ++t) xr[t] = row_as<Elem>(x, x_stride, t);
         __m256 acc[R][T][U];
         for (int r = 0; r < R; ++r)
             for (int t = 0; t < T; ++t)
@@ -95,16 +83,13 @@ struct FloatTile {
 template <class Block>
 struct Block32Split;
 
-// Types with unsigned levels: levels once per row; the offset term (-offset * sum x)
+// Types stored as unsigned levels: levels once per row; the offset term (-offset * sum x)
 // once per token.
 template <class Block>
 struct LevelsSplit {
     struct Row {
         __m256i levels;
-        void load(const Block& b) {
-            if constexpr (requires(const Block& blk) { blk.qh; }) levels = levels5(b.qs, b.qh);
-            else levels = nibbles(b.qs);
-        }
+        void load(const Block& b) { levels = Block32<Block>::levels(b); }
     };
     struct Token {
         __m256i x, start;
@@ -138,7 +123,7 @@ struct Block32Tile {
         const Block* wr[R];
         const Act* xr[T];
         for (int r = 0; r < R; ++r) wr[r] = row_as<Block>(w, w_stride, r);
-        for (int t = 0; t < T; ++t) xr[t] = token_as<Act>(x, x_stride, t);
+        for (int t = 0; t < T; ++t) xr[t] = row_as<Act>(x, x_stride, t);
         __m256 acc[R][T];
         float mins[R][T];
         for (int r = 0; r < R; ++r) {
@@ -218,20 +203,7 @@ struct BlockSumSplit<BlockQ8_0> {
 #endif
 
 template <>
-struct BlockSumSplit<BlockQ4_0> {
-    struct Row {
-        __m256i levels;
-        void load(const BlockQ4_0& b) { levels = nibbles(b.qs); }
-    };
-    struct Token {
-        __m256i x, start;
-        void load(const BlockQ8_0& b) {
-            x = load32(b.qs);
-            start = offset_start<BlockQ4_0>(x);
-        }
-    };
-    static __m256i pair(const Row& r, const Token& t) { return dot_u8_i8_add(t.start, r.levels, t.x); }
-};
+struct BlockSumSplit<BlockQ4_0> : LevelsSplit<BlockQ4_0> {};
 
 template <class Block>
 struct BlockSumTile {
@@ -243,7 +215,7 @@ struct BlockSumTile {
         const Block* wr[R];
         const BlockQ8_0* xr[T];
         for (int r = 0; r < R; ++r) wr[r] = row_as<Block>(w, w_stride, r);
-        for (int t = 0; t < T; ++t) xr[t] = token_as<BlockQ8_0>(x, x_stride, t);
+        for (int t = 0; t < T; ++t) xr[t] = row_as<BlockQ8_0>(x, x_stride, t);
         __m256 acc8[T];
         float acc1[T];
         for (int t = 0; t < T; ++t) {

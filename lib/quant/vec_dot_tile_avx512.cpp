@@ -25,11 +25,6 @@ namespace {
 
 using namespace avx2;
 
-template <class T>
-const T* token_as(const uint8_t* x, size_t stride, int t) {
-    return static_cast<const T*>(static_cast<const void*>(x + static_cast<size_t>(t) * stride));
-}
-
 // Two 256-bit halves in one vector, `lo` in the low half.
 inline __m512i halves(__m256i lo, __m256i hi) { return _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1); }
 inline __m512 halves(__m256 lo, __m256 hi) { return _mm512_insertf32x8(_mm512_castps256_ps512(lo), hi, 1); }
@@ -60,7 +55,7 @@ struct FloatTile512 {
         const uint16_t* wr[R];
         const uint16_t* xr[T];
         for (int r = 0; r < R; ++r) wr[r] = row_as<uint16_t>(w, w_stride, r);
-        for (int t = 0; t < T; ++t) xr[t] = token_as<uint16_t>(x, x_stride, t);
+        for (int t = 0; t < T; ++t) xr[t] = row_as<uint16_t>(x, x_stride, t);
         __m512 acc[R][T][2];
         for (int r = 0; r < R; ++r)
             for (int t = 0; t < T; ++t) acc[r][t][0] = acc[r][t][1] = _mm512_setzero_ps();
@@ -102,38 +97,20 @@ struct FloatTile512 {
 // integer lanes. The levels are broadcast to both halves once per weight block, the
 // start computed once per activation block.
 template <class Block>
-struct Levels;
-template <>
-struct Levels<BlockQ5_0> {
-    static constexpr int kOffset = 16;
-    static __m256i get(const BlockQ5_0& b) { return levels5(b.qs, b.qh); }
-};
-template <>
-struct Levels<BlockQ4_1> {
-    static constexpr int kOffset = 0;
-    static __m256i get(const BlockQ4_1& b) { return nibbles(b.qs); }
-};
-template <>
-struct Levels<BlockQ5_1> {
-    static constexpr int kOffset = 0;
-    static __m256i get(const BlockQ5_1& b) { return levels5(b.qs, b.qh); }
-};
-
-template <class Block>
 struct Split512 {
     using Act = typename Block32<Block>::Act;
     struct Row {
         __m512i levels;
-        void load(const Block& b) { levels = _mm512_broadcast_i64x4(Levels<Block>::get(b)); }
+        void load(const Block& b) { levels = _mm512_broadcast_i64x4(Block32<Block>::levels(b)); }
     };
     struct Tokens {
         __m512i x, start;
         void load(const Act& a, const Act& b) {
             x = halves(load32(a.qs), load32(b.qs));
-            if constexpr (Levels<Block>::kOffset == 0) {
+            if constexpr (Block32<Block>::kOffset == 0) {
                 start = _mm512_setzero_si512();
             } else {
-                const __m512i offset = _mm512_set1_epi8(static_cast<char>(Levels<Block>::kOffset));
+                const __m512i offset = _mm512_set1_epi8(static_cast<char>(Block32<Block>::kOffset));
                 start = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_dpbusd_epi32(_mm512_setzero_si512(), offset, x));
             }
         }
@@ -156,7 +133,7 @@ struct Block32Tile512 {
         const Block* wr[R];
         const Act* xr[2 * P];
         for (int r = 0; r < R; ++r) wr[r] = row_as<Block>(w, w_stride, r);
-        for (int t = 0; t < 2 * P; ++t) xr[t] = token_as<Act>(x, x_stride, t < T ? t : T - 1);
+        for (int t = 0; t < 2 * P; ++t) xr[t] = row_as<Act>(x, x_stride, t < T ? t : T - 1);
         __m512 acc[R][P];
         float mins[R][2 * P];
         for (int r = 0; r < R; ++r) {
