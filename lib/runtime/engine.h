@@ -142,6 +142,8 @@ private:
     // blocks are available to this engine (want < 0: all of them). Returns blocks freed.
     int64_t release_idle_locked(int64_t want);
     void release_from(Sequence& seq, int64_t n_tokens);
+    // Releases all KV of a queued request (it recomputes or finds it again when admitted).
+    void release_waiting_locked(Request& req);
     void register_full_blocks(Sequence& seq, int64_t from_tokens);
     void enforce_cap_locked();
     void on_pressure();

@@ -262,11 +262,15 @@ int64_t Engine::release_idle_locked(int64_t want) {
         Sequence& s = *(*it)->seq_;
         if (s.blocks_.empty()) continue;
         released += static_cast<int64_t>(s.blocks_.size());
-        release_from(s, 0);
-        (*it)->reuse_pending_ = 0;
+        release_waiting_locked(**it);
         if (enough()) return released;
     }
     return released;
+}
+
+void Engine::release_waiting_locked(Request& req) {
+    release_from(*req.seq_, 0);
+    req.reuse_pending_ = 0;  // its prefix blocks are gone: admission finds (and counts) them anew
 }
 
 void Engine::enforce_cap_locked() {
@@ -281,10 +285,7 @@ void Engine::enforce_cap_locked() {
         if (!over()) return;
         release_from(*s, 0);
     }
-    for (auto it = waiting_.rbegin(); it != waiting_.rend() && over(); ++it) {
-        release_from(*(*it)->seq_, 0);
-        (*it)->reuse_pending_ = 0;
-    }
+    for (auto it = waiting_.rbegin(); it != waiting_.rend() && over(); ++it) release_waiting_locked(**it);
     while (over() && running_.size() > 1) preempt_locked(*running_.back());
 }
 
