@@ -343,9 +343,13 @@ TEST_CASE("inlay bench --concurrency: JSON report of batched sessions", "[cli]")
     CHECK(out["aggregate_decode_tokens_per_s"].get<double>() == samples[1]);  // the median
     CHECK(out["time_to_first_token_s"]["max"].get<double>() >= out["time_to_first_token_s"]["mean"].get<double>());
     CHECK(out["per_token_latency_s"]["mean"].get<double>() > 0);
-    // Batching happened: four sessions of 12 tokens in far fewer than 4 * 12 forward passes
-    // per run (warm-up of up to 8 tokens, then 3 runs).
-    CHECK(out["forward_passes"].get<int64_t>() < (8 + 3 * 12) * 2);
+    // Forward passes: at least one per token of a session (its tokens come one step after
+    // another), at most one per generated token. How far below that batching brings them
+    // depends on how the four short runs' thread starts overlap (under load they may not),
+    // so it is asserted on the engine with 32 sessions (tests/runtime, test_engine).
+    const auto passes = out["forward_passes"].get<int64_t>();
+    CHECK(passes >= 8 + 3 * 12);
+    CHECK(passes <= out["metrics"]["tokens_generated"].get<int64_t>());
     // Every block is back in the pool, and the tokens are all accounted for.
     const auto& m = out["metrics"];
     CHECK(m["blocks_free"] == m["blocks_total"]);
