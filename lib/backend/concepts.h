@@ -1,20 +1,31 @@
 // The Backend concept: everything Decoder<B> needs from a compute device.
 //
-// A backend owns its resources (threads, device memory, streams). Activations live in
-// backend Buffers as row-major float32 matrices [rows][cols]; the decoder never reads
-// them on the host except through read(). Weights are uploaded once (the CPU backend
-// keeps zero-copy views of the mapped file). The KV cache is paged: fixed-size blocks
-// of `block_size` token slots in a backend-owned KvStorage, addressed through the
-// per-sequence block tables of a BatchLayout, so a block pool can be shared by many
-// sequences (and a GPU backend reads the same tables).
+// A backend owns its resources (threads, device memory, streams, library handles).
+// Activations live in backend Buffers as row-major float32 matrices [rows][cols].
+//
+// Memory model. Host memory reaches a backend only through write() (floats into a
+// Buffer), the upload_* calls (weights, once at load), prepare_batch() (the step's
+// batch, once per forward pass) and kv_write_block(); it leaves only through read()
+// and kv_read_block(). Everything else (the ops) may run asynchronously, in issue
+// order, on the backend's stream: read(), kv_read_block() and synchronize() are the
+// only points where the host waits for the device. Ops never allocate: scratch comes
+// from a Scratch made once per workspace (alloc_scratch), K/V from a KvStorage made
+// once per store.
+//
+// The KV cache is paged: fixed-size blocks of `block_size` token slots in a
+// backend-owned KvStorage, addressed through the CSR block tables of the step's Batch,
+// so a block pool can be shared by many sequences. Each backend lays blocks out as it
+// likes; whole blocks travel in the canonical layout [layer][k|v][kv_head][slot][head_dim].
 #pragma once
 
 #include <concepts>
 #include <cstddef>
 #include <cstdint>
 #include <span>
-#include <vector>
+#include <string>
 
+#include "backend/common/batch.h"
+#include "backend/common/kv_geometry.h"
 #include "core/dtype.h"
 #include "core/tensor_view.h"
 
@@ -25,79 +36,95 @@ enum class RopeStyle {
     neox,    // rotate_half: pairs (x[i], x[i + n_rot/2]); HF llama, qwen2/3
 };
 
+// RoPE's scalars; optional frequency factors (llama3 scaling) come as a Weight.
 struct RopeParams {
     RopeStyle style = RopeStyle::normal;
-    int64_t n_rot = 0;           // rotated dimensions per head (<= head_dim, even)
+    int64_t n_rot = 0;           // rotated dimensions per head (<= head_dim, even; 0: none)
     float freq_base = 10000.0f;  // theta_i = pos * base^(-2i/n_rot)
     float freq_scale = 1.0f;     // linear position scaling (pos * scale)
-    const float* freq_factors = nullptr;  // optional n_rot/2 divisors (llama3 scaling); host memory
 };
 
-// Geometry of a paged KV cache: what every block of every layer holds.
-struct KvGeometry {
-    int64_t n_layers = 0;
-    int64_t n_kv_heads = 0;
+// Sizes a Scratch must serve: the widest matmul input and output, the largest batch.
+struct ScratchShape {
+    int64_t max_tokens = 0;
+    int64_t max_in = 0;     // longest activation row fed to a matmul
+    int64_t n_ff = 0;       // SwiGLU width (matmul_swiglu's second product)
+    int64_t n_heads = 0;    // attention partials (split-sequence backends)
     int64_t head_dim = 0;
-    int64_t block_size = 16;  // token slots per block
-    DType dtype = DType::F16; // element type of stored K and V (F16 or F32)
-
-    bool operator==(const KvGeometry&) const = default;
 };
 
-// One sequence of a ragged batch.
-struct BatchSequence {
-    std::span<const int32_t> block_table;  // block ids holding positions [0, n_kv)
-    int64_t n_kv = 0;                      // KV length after this step (cached + new tokens)
+// Device memory as the backend sees it (the CPU: available and total RAM).
+struct DeviceMemory {
+    size_t free_bytes = 0;
+    size_t total_bytes = 0;
 };
 
-// Who is who in a ragged batch of tokens drawn from several sequences. Token t belongs
-// to sequence seq_of_token[t], sits at position positions[t] and (causal) attends to
-// that sequence's positions [0, positions[t]].
-struct BatchLayout {
-    std::span<const int32_t> positions;     // per token
-    std::span<const int32_t> seq_of_token;  // per token, index into sequences
-    std::span<const BatchSequence> sequences;
-
-    [[nodiscard]] int64_t n_tokens() const { return static_cast<int64_t>(positions.size()); }
+// What a backend promises about its numbers.
+struct BackendContract {
+    // A sequence's logits and K/V are bitwise the same whatever else is in its batch.
+    bool batch_invariant = true;
+    // Otherwise: the largest |logit difference| between a sequence run alone and in a
+    // batch, relative to the logits' largest magnitude (0 when batch_invariant).
+    double batch_logit_tolerance = 0.0;
 };
 
 template <class B>
-concept Backend = requires(B& b, typename B::Buffer& buf, const typename B::Buffer& cbuf,
-                           const typename B::Weight& w, const TensorView& view, typename B::KvStorage& kv,
-                           const typename B::KvStorage& ckv, const BatchLayout& layout, std::span<const int32_t> ids,
-                           const RopeParams& rope, float* host, int64_t n, std::span<std::byte> bytes,
-                           std::span<const std::byte> cbytes) {
+concept Backend = requires(B& b, const B& cb, typename B::Buffer& buf, const typename B::Buffer& cbuf,
+                           const typename B::Weight& w, const typename B::Weight* wp, const TensorView& view,
+                           typename B::KvStorage& kv, const typename B::KvStorage& ckv, typename B::Batch& batch,
+                           const typename B::Batch& cbatch, typename B::Scratch& scratch, const BatchDesc& desc,
+                           const BatchLimits& limits,
+                           const KvGeometry& geometry, const RopeParams& rope, float* host, const float* chost,
+                           int64_t n, float f, std::span<std::byte> bytes, std::span<const std::byte> cbytes) {
     typename B::Buffer;     // device float32 storage
     typename B::Weight;     // a weight prepared for this device (any supported DType)
     typename B::KvStorage;  // paged K/V blocks for all layers
+    typename B::Batch;      // one step's batch, uploaded (prepare_batch)
+    typename B::Scratch;    // the ops' scratch, one per workspace
+
+    // What the backend is
+    { cb.device_name() } -> std::convertible_to<std::string>;  // "cpu", "cuda:0", ...
+    { cb.contract() } -> std::same_as<BackendContract>;
+    { cb.memory_info() } -> std::same_as<DeviceMemory>;
 
     // Memory
-    { b.alloc(n) } -> std::same_as<typename B::Buffer>;              // n floats, uninitialised
-    { b.upload_matrix(view) } -> std::same_as<typename B::Weight>;   // for matmul / embedding rows
-    { b.upload_vector(view) } -> std::same_as<typename B::Weight>;   // norm weights (kept as f32)
-    { b.alloc_kv(KvGeometry{}, n) } -> std::same_as<typename B::KvStorage>;  // n blocks
-    b.resize_kv(kv, n);              // grow or shrink to n blocks; blocks below n keep their data
-    b.read(cbuf, n, n, host);        // copy floats [offset, offset+count) to host
+    { b.alloc(n) } -> std::same_as<typename B::Buffer>;               // n floats, uninitialised
+    b.write(buf, n, chost, n);                                        // host floats -> [offset, offset+count)
+    b.read(cbuf, n, n, host);                                         // [offset, offset+count) -> host (waits)
+    b.synchronize();                                                  // waits for every op issued so far
+    { b.upload_matrix(view) } -> std::same_as<typename B::Weight>;    // for matmul / embedding rows
+    { b.upload_vector(view) } -> std::same_as<typename B::Weight>;    // norm weights, rope factors (kept f32)
+    { b.alloc_scratch(ScratchShape{}) } -> std::same_as<typename B::Scratch>;
+    { b.alloc_kv(geometry, n) } -> std::same_as<typename B::KvStorage>;  // n blocks
+    b.resize_kv(kv, n);               // grow or shrink to n blocks; blocks below n keep their data
 
-    // KV blocks as a whole (copy-on-write, save/restore). A block's contents travel in
-    // the canonical layout [layer][k|v][kv_head][slot][head_dim] of the geometry's dtype,
-    // kv_block_bytes(kv) bytes, whatever the device keeps internally. These run between
-    // forward passes or on blocks no forward pass touches.
-    { b.kv_block_bytes(ckv) } -> std::same_as<size_t>;
-    b.kv_copy_block(kv, n, n);       // block src -> block dst (all layers, all slots)
-    b.kv_read_block(ckv, n, bytes);  // block -> host bytes (canonical layout)
-    b.kv_write_block(kv, n, cbytes); // host bytes (canonical layout) -> block
+    { ckv.geometry() } -> std::same_as<const KvGeometry&>;
+    { ckv.n_blocks() } -> std::same_as<int64_t>;
+
+    // The step's batch: validated (validate_batch) and uploaded once per forward pass.
+    // Ops given a batch check only that its limits fit the storage (block size, count).
+    b.prepare_batch(desc, limits, batch);
+
+    // KV blocks as a whole (copy-on-write, save/restore), in the canonical layout,
+    // kv_canonical_block_bytes(geometry) bytes, whatever the device keeps internally.
+    // They run between forward passes or on blocks no forward pass touches.
+    b.kv_copy_block(kv, n, n);        // block src -> block dst (all layers, all slots)
+    b.kv_read_block(ckv, n, bytes);   // block -> host bytes (waits)
+    b.kv_write_block(kv, n, cbytes);  // host bytes -> block
 
     // Ops. Sizes are in elements; matrices are row-major [rows][cols].
-    b.embed(w, ids, buf);                       // out[t] = row ids[t] of the table, as f32
-    b.rms_norm(cbuf, w, 1e-5f, n, n, buf);      // out = x / rms(x) * w, per row (rows, dim)
-    b.matmul(w, cbuf, n, buf);                  // y[t] = W x[t] for t < n_tokens
-    b.rope(buf, n, n, layout, rope);            // in place over [tokens][heads][head_dim]
-    b.kv_store(kv, n, cbuf, cbuf, layout);      // writes K, V of each token at its slot
-    b.attention(cbuf, kv, n, layout, n, buf);   // causal GQA over the paged cache (layer, n_heads)
-    b.silu_mul(buf, cbuf, n);                   // gate = silu(gate) * up
-    b.add(buf, cbuf, n);                        // x += y
-    b.gather_rows(cbuf, ids, n, buf);           // out[i] = x[rows[i]] (row length n)
+    b.embed(w, cbatch, buf);                        // out[t] = row tokens[t] of the table, as f32
+    b.rms_norm(cbuf, w, f, n, n, buf);              // out = x / rms(x) * w, per row (rows, dim)
+    b.add_rms_norm(buf, cbuf, w, f, n, n, buf);     // x += y; out = rms_norm(x) (rows, dim); out may be y
+    b.matmul(w, cbuf, n, buf, scratch);             // y[t] = W x[t] for t < n_tokens
+    b.matmul_swiglu(w, w, cbuf, n, buf, scratch);   // out[t] = silu(G x[t]) * (U x[t])
+    // q [tokens][n_heads][head_dim], k [tokens][n_kv_heads][head_dim]: optional per-head
+    // RMSNorm (q_norm/k_norm may be null), RoPE (freq factors may be null), then K and V
+    // appended at each token's slot of `layer`.
+    b.rope_kv_append(buf, buf, cbuf, wp, wp, f, rope, wp, kv, n, n, cbatch);  // ..., layer, n_heads, batch
+    b.attention(cbuf, ckv, n, cbatch, n, f, buf, scratch);  // causal GQA (layer, n_heads, scale)
+    b.add(buf, cbuf, n);                            // x += y
+    b.gather_logit_rows(cbuf, cbatch, n, buf);      // out[i] = x[logit_rows[i]] (row length n)
 };
 
 }  // namespace inlay

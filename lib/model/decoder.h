@@ -32,12 +32,15 @@ public:
         std::optional<Weight> q_norm, k_norm;  // qk_norm families
     };
 
-    // Scratch activations for batches of up to `capacity` tokens. One per caller
-    // thread (sessions own theirs); reused across calls.
+    // Scratch activations for batches of up to `capacity` tokens, the uploaded batch and
+    // the ops' scratch. One per caller thread (sessions own theirs); reused across calls,
+    // so a forward pass allocates nothing once its workspace exists.
     struct Workspace {
         int64_t capacity = 0;
         int64_t logit_capacity = 0;
-        Buffer x, xn, q, k, v, attn, gate, up, rows, logits;
+        Buffer x, xn, q, k, v, attn, ffn, rows, logits;
+        typename B::Batch batch;
+        typename B::Scratch scratch;
     };
 
     // Validates every tensor's presence, type and shape against `spec` (errors name the
@@ -51,18 +54,18 @@ public:
 
     [[nodiscard]] Workspace make_workspace(int64_t max_tokens, int64_t max_logit_rows) const;
 
-    // Runs tokens[t] (layout.positions[t], of sequence layout.seq_of_token[t]) through
-    // the model, storing K/V in `kv`, and writes the logits of the tokens listed in
-    // logit_rows to logits_out (host; logit_rows.size() * n_vocab floats).
-    void forward(std::span<const int32_t> tokens, const BatchLayout& layout, typename B::KvStorage& kv,
-                 Workspace& ws, std::span<const int32_t> logit_rows, float* logits_out) const;
+    // Runs the batch's tokens through the model, storing their K/V in `kv`, and writes
+    // the logits of its logit rows to logits_out (host; n_logit_rows * n_vocab floats).
+    // The batch is validated once here (validate_batch): token ids (INLAY_ERR_INVALID_TOKEN),
+    // block ids, positions and sizes (INLAY_ERR_INTERNAL).
+    void forward(const BatchDesc& batch, typename B::KvStorage& kv, Workspace& ws, float* logits_out) const;
 
 private:
     B& backend_;
     DecoderSpec spec_;
     Weight token_embd_, output_norm_, output_;
     std::vector<Layer> layers_;
-    std::vector<float> rope_freq_factors_;  // llama3 scaling, empty if none
+    std::optional<Weight> rope_freq_factors_;  // llama3 scaling (n_rot / 2 divisors)
 };
 
 }  // namespace inlay

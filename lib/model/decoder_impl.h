@@ -44,6 +44,7 @@ template <Backend B>
 Decoder<B>::Decoder(B& backend, const DecoderSpec& spec, const WeightSource& src) : backend_(backend), spec_(spec) {
     const DecoderSpec& s = spec_;
     using detail::require_shape;
+    if (s.n_layers < 1) fail(INLAY_ERR_SHAPE_MISMATCH, "a decoder needs at least one layer, not {}", s.n_layers);
     token_embd_ = backend_.upload_matrix(require_shape(src, "token_embd.weight", {s.n_embd, s.n_vocab}));
     output_norm_ = backend_.upload_vector(require_shape(src, "output_norm.weight", {s.n_embd}));
     if (src.find("output.weight")) {
@@ -53,11 +54,10 @@ Decoder<B>::Decoder(B& backend, const DecoderSpec& spec, const WeightSource& src
         spec_.tied_output = true;
         output_ = token_embd_;
     }
-    if (const TensorView* f = src.find("rope_freqs.weight")) {
+    if (src.find("rope_freqs.weight")) {
         const TensorView& t = require_shape(src, "rope_freqs.weight", {s.n_rot / 2});
         if (t.type != DType::F32) fail(INLAY_ERR_UNSUPPORTED, "tensor 'rope_freqs.weight' must be f32");
-        rope_freq_factors_.resize(static_cast<size_t>(s.n_rot / 2));
-        std::memcpy(rope_freq_factors_.data(), f->data, rope_freq_factors_.size() * sizeof(float));
+        rope_freq_factors_ = backend_.upload_vector(t);
         spec_.has_rope_freq_factors = true;
     }
     layers_.reserve(static_cast<size_t>(s.n_layers));
@@ -99,58 +99,55 @@ typename Decoder<B>::Workspace Decoder<B>::make_workspace(int64_t max_tokens, in
     ws.k = backend_.alloc(max_tokens * s.kv_dim());
     ws.v = backend_.alloc(max_tokens * s.kv_dim());
     ws.attn = backend_.alloc(max_tokens * s.q_dim());
-    ws.gate = backend_.alloc(max_tokens * s.n_ff);
-    ws.up = backend_.alloc(max_tokens * s.n_ff);
+    ws.ffn = backend_.alloc(max_tokens * s.n_ff);
     ws.rows = backend_.alloc(max_logit_rows * s.n_embd * 2);
     ws.logits = backend_.alloc(max_logit_rows * s.n_vocab);
+    ws.scratch = backend_.alloc_scratch(
+        ScratchShape{max_tokens, std::max({s.n_embd, s.q_dim(), s.n_ff}), s.n_ff, s.n_heads, s.head_dim});
     return ws;
 }
 
 template <Backend B>
-void Decoder<B>::forward(std::span<const int32_t> tokens, const BatchLayout& layout, typename B::KvStorage& kv,
-                         Workspace& ws, std::span<const int32_t> logit_rows, float* logits_out) const {
+void Decoder<B>::forward(const BatchDesc& batch, typename B::KvStorage& kv, Workspace& ws, float* logits_out) const {
     const DecoderSpec& s = spec_;
-    const auto n = static_cast<int64_t>(tokens.size());
-    const auto n_rows = static_cast<int64_t>(logit_rows.size());
+    const int64_t n = batch.n_tokens();
+    const int64_t n_rows = batch.n_logit_rows();
     if (n == 0) return;
-    if (n > ws.capacity || n_rows > ws.logit_capacity || layout.n_tokens() != n)
-        fail(INLAY_ERR_INTERNAL, "forward: batch of {} tokens / {} logit rows exceeds the workspace ({} / {})", n,
-             n_rows, ws.capacity, ws.logit_capacity);
     B& b = backend_;
-    RopeParams rope{s.rope_style, s.n_rot, s.rope_freq_base, s.rope_freq_scale,
-                    rope_freq_factors_.empty() ? nullptr : rope_freq_factors_.data()};
+    const KvGeometry& g = kv.geometry();
+    if (g != kv_geometry(g.block_size, g.dtype)) fail(INLAY_ERR_INTERNAL, "forward: KV storage of another model");
+    b.prepare_batch(batch, BatchLimits{s.n_vocab, g.block_size, kv.n_blocks(), ws.capacity, ws.logit_capacity},
+                    ws.batch);
+    const RopeParams rope{s.rope_style, s.n_rot, s.rope_freq_base, s.rope_freq_scale};
+    const Weight* freq_factors = rope_freq_factors_ ? &*rope_freq_factors_ : nullptr;
+    const float attn_scale = s.attention_scale();
 
-    b.embed(token_embd_, tokens, ws.x);
+    b.embed(token_embd_, ws.batch, ws.x);
+    b.rms_norm(ws.x, layers_[0].attn_norm, s.rms_eps, n, s.n_embd, ws.xn);
     for (int64_t l = 0; l < s.n_layers; ++l) {
         const Layer& L = layers_[static_cast<size_t>(l)];
-        // attention block
-        b.rms_norm(ws.x, L.attn_norm, s.rms_eps, n, s.n_embd, ws.xn);
-        b.matmul(L.wq, ws.xn, n, ws.q);
-        b.matmul(L.wk, ws.xn, n, ws.k);
-        b.matmul(L.wv, ws.xn, n, ws.v);
-        if (s.qk_norm) {
-            b.rms_norm(ws.q, *L.q_norm, s.rms_eps, n * s.n_heads, s.head_dim, ws.q);
-            b.rms_norm(ws.k, *L.k_norm, s.rms_eps, n * s.n_kv_heads, s.head_dim, ws.k);
-        }
-        b.rope(ws.q, s.n_heads, s.head_dim, layout, rope);
-        b.rope(ws.k, s.n_kv_heads, s.head_dim, layout, rope);
-        b.kv_store(kv, l, ws.k, ws.v, layout);
-        b.attention(ws.q, kv, l, layout, s.n_heads, ws.attn);
-        b.matmul(L.wo, ws.attn, n, ws.xn);
-        b.add(ws.x, ws.xn, n * s.n_embd);
+        // attention block (its input norm was fused with the previous residual add)
+        b.matmul(L.wq, ws.xn, n, ws.q, ws.scratch);
+        b.matmul(L.wk, ws.xn, n, ws.k, ws.scratch);
+        b.matmul(L.wv, ws.xn, n, ws.v, ws.scratch);
+        b.rope_kv_append(ws.q, ws.k, ws.v, L.q_norm ? &*L.q_norm : nullptr, L.k_norm ? &*L.k_norm : nullptr,
+                         s.rms_eps, rope, freq_factors, kv, l, s.n_heads, ws.batch);
+        b.attention(ws.q, kv, l, ws.batch, s.n_heads, attn_scale, ws.attn, ws.scratch);
+        b.matmul(L.wo, ws.attn, n, ws.xn, ws.scratch);
+        b.add_rms_norm(ws.x, ws.xn, L.ffn_norm, s.rms_eps, n, s.n_embd, ws.xn);
         // feed-forward block (SwiGLU)
-        b.rms_norm(ws.x, L.ffn_norm, s.rms_eps, n, s.n_embd, ws.xn);
-        b.matmul(L.w_gate, ws.xn, n, ws.gate);
-        b.matmul(L.w_up, ws.xn, n, ws.up);
-        b.silu_mul(ws.gate, ws.up, n * s.n_ff);
-        b.matmul(L.w_down, ws.gate, n, ws.xn);
-        b.add(ws.x, ws.xn, n * s.n_embd);
+        b.matmul_swiglu(L.w_gate, L.w_up, ws.xn, n, ws.ffn, ws.scratch);
+        b.matmul(L.w_down, ws.ffn, n, ws.xn, ws.scratch);
+        if (l + 1 < s.n_layers)
+            b.add_rms_norm(ws.x, ws.xn, layers_[static_cast<size_t>(l) + 1].attn_norm, s.rms_eps, n, s.n_embd, ws.xn);
+        else
+            b.add(ws.x, ws.xn, n * s.n_embd);
     }
     if (n_rows == 0) return;
     // Only the rows whose logits are wanted go through the (vocabulary-wide) output.
-    b.gather_rows(ws.x, logit_rows, s.n_embd, ws.xn);
+    b.gather_logit_rows(ws.x, ws.batch, s.n_embd, ws.xn);
     b.rms_norm(ws.xn, output_norm_, s.rms_eps, n_rows, s.n_embd, ws.rows);
-    b.matmul(output_, ws.rows, n_rows, ws.logits);
+    b.matmul(output_, ws.rows, n_rows, ws.logits, ws.scratch);
     b.read(ws.logits, 0, n_rows * s.n_vocab, logits_out);
 }
 

@@ -2,6 +2,7 @@
 // differences (Llama, Qwen3, ...) are fields here, never a second forward pass.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <string>
 
@@ -30,6 +31,8 @@ struct DecoderSpec {
 
     [[nodiscard]] int64_t q_dim() const { return n_heads * head_dim; }
     [[nodiscard]] int64_t kv_dim() const { return n_kv_heads * head_dim; }
+    // Scores are q.k * attention_scale() (every supported family: 1 / sqrt(head_dim)).
+    [[nodiscard]] float attention_scale() const { return 1.0f / std::sqrt(static_cast<float>(head_dim)); }
 };
 
 }  // namespace inlay

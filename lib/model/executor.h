@@ -1,6 +1,6 @@
 // Executor: the backend-independent face of a loaded decoder. Sessions and the runtime's
-// engine talk to it; behind it sits Decoder<B> on one backend (CpuExecutor today, a CUDA
-// one later).
+// engine talk to it; behind it sits Decoder<B> on one backend (BackendExecutor<B>, made
+// by make_executor for the device the caller chose).
 //
 // Two ways in:
 //  - eval() on a SequenceState: one sequence with a private, growable set of KV blocks
@@ -43,7 +43,7 @@ public:
     [[nodiscard]] virtual int64_t n_blocks() const = 0;
     // Bytes of one block, also the size of its canonical-layout image (read/write_block).
     [[nodiscard]] virtual size_t block_bytes() const = 0;
-    // The device the memory lives on ("cpu", ...).
+    // The device the memory lives on ("cpu", "cuda:0", ...).
     [[nodiscard]] virtual const std::string& device() const = 0;
 };
 
@@ -59,6 +59,10 @@ class Executor {
 public:
     virtual ~Executor() = default;
     [[nodiscard]] virtual const DecoderSpec& spec() const = 0;
+    // What the backend promises about its numbers (batch invariance or a tolerance).
+    [[nodiscard]] virtual BackendContract contract() const = 0;
+    // The device's free and total memory now.
+    [[nodiscard]] virtual DeviceMemory memory_info() const = 0;
     // A new, empty sequence that can hold up to max_tokens tokens.
     [[nodiscard]] virtual std::unique_ptr<SequenceState> new_sequence(int64_t max_tokens) const = 0;
     // Appends `tokens` at positions n_cached()..; writes the logits predicting the token
@@ -71,24 +75,25 @@ public:
 
     // --- batched steps over a shared block store -------------------------------------
 
-    // Where this executor keeps KV ("cpu", ...): stores from kv_device-equal executors
-    // are interchangeable when their geometry matches too.
+    // Where this executor computes and keeps KV ("cpu", "cuda:0", ...): stores from
+    // kv_device-equal executors are interchangeable when their geometry matches too.
     [[nodiscard]] virtual const std::string& kv_device() const = 0;
     // The geometry of this model's KV blocks.
     [[nodiscard]] virtual KvGeometry kv_geometry(int64_t block_size, DType dtype) const = 0;
+    // Device bytes one block of `geometry` takes in a store (no store is made).
+    [[nodiscard]] virtual size_t kv_block_bytes(const KvGeometry& geometry) const = 0;
     // A store of n_blocks blocks (memory is reserved now; throws INLAY_ERR_KV_FULL or
     // INLAY_ERR_OUT_OF_MEMORY when it cannot be).
     [[nodiscard]] virtual std::shared_ptr<KvStore> new_kv_store(const KvGeometry& geometry, int64_t n_blocks) const = 0;
     [[nodiscard]] virtual std::unique_ptr<StepWorkspace> new_workspace(int64_t max_tokens,
                                                                        int64_t max_logit_rows) const = 0;
-    // One forward pass: tokens[t] at layout.positions[t] of sequence layout.seq_of_token[t],
-    // K/V written to and read from `kv` through the block tables (the caller guarantees
-    // each written slot's block is exclusively the writer's). Writes the logits of the
-    // listed rows (ascending) to logits (logit_rows.size() * n_vocab floats). Token ids
-    // are validated (INLAY_ERR_INVALID_TOKEN). One caller per workspace at a time;
+    // One forward pass over the batch: K/V written to and read from `kv` through its
+    // block tables (the caller guarantees each written slot's block is exclusively the
+    // writer's). Writes the logits of its logit rows to logits (n_logit_rows * n_vocab
+    // floats). The batch is validated once (validate_batch: INLAY_ERR_INVALID_TOKEN for
+    // token ids, INLAY_ERR_INTERNAL for the rest). One caller per workspace at a time;
     // concurrent steps on one store must write disjoint blocks.
-    virtual void step(KvStore& kv, StepWorkspace& ws, std::span<const int32_t> tokens, const BatchLayout& layout,
-                      std::span<const int32_t> logit_rows, float* logits) const = 0;
+    virtual void step(KvStore& kv, StepWorkspace& ws, const BatchDesc& batch, float* logits) const = 0;
     // Whole blocks, in the canonical layout [layer][k|v][kv_head][slot][head_dim]. They
     // may run concurrently with step() on blocks that step does not write.
     virtual void copy_block(KvStore& kv, int32_t src, int32_t dst) const = 0;

@@ -6,7 +6,6 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "io/gguf_reader.h"
-#include "model/cpu_executor.h"
 #include "model/families/family.h"
 #include "model/families/hf_source.h"
 #include "model/families/hf_tokenizer.h"
@@ -74,7 +73,7 @@ std::unique_ptr<Model> Model::load(const std::string& path, const ModelOptions& 
              model->tokenizer_->n_vocab(), spec.n_vocab);
 
     if (options.progress && !options.progress(0.0f)) fail(INLAY_ERR_CANCELLED, "model load aborted by the progress callback");
-    model->executor_ = std::make_unique<CpuExecutor>(options.n_threads, spec, w);
+    model->executor_ = make_executor(DeviceRequest{options.device, options.device_index, options.n_threads}, spec, w);
     prefetch_weights(w, options.progress);
 
     model->context_length_ = options.context_length > 0 ? options.context_length : spec.context_length;
@@ -85,8 +84,8 @@ std::unique_ptr<Model> Model::load(const std::string& path, const ModelOptions& 
     for (const auto& t : w.tensors()) model->n_params_ += t.n_elements();
     model->load_seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (options.progress && !options.progress(1.0f)) fail(INLAY_ERR_CANCELLED, "model load aborted by the progress callback");
-    log(LogLevel::info, "loaded '{}': {} {} layers, {} embd, {} vocab, in {:.3f} s", path, spec.architecture,
-        spec.n_layers, spec.n_embd, spec.n_vocab, model->load_seconds_);
+    log(LogLevel::info, "loaded '{}': {} {} layers, {} embd, {} vocab, on {}, in {:.3f} s", path, spec.architecture,
+        spec.n_layers, spec.n_embd, spec.n_vocab, model->device(), model->load_seconds_);
     return model;
 }
 

@@ -10,12 +10,15 @@
 #include "model/decoder.h"
 #include "model/decoder_spec.h"
 #include "model/executor.h"
+#include "model/make_executor.h"
 #include "tokenizer/tokenizer.h"
 
 namespace inlay {
 
 struct ModelOptions {
     int n_threads = 0;            // 0: all cores
+    DeviceKind device = DeviceKind::automatic;
+    int device_index = 0;         // which GPU
     int64_t context_length = 0;   // per-session limit; 0: the model's trained context
     ProgressFn progress;          // optional; false aborts with INLAY_ERR_CANCELLED
 };
@@ -30,6 +33,8 @@ public:
     [[nodiscard]] const Tokenizer& tokenizer() const { return *tokenizer_; }
     [[nodiscard]] const WeightSource& weights() const { return *weights_; }
     [[nodiscard]] const Executor& executor() const { return *executor_; }
+    // Where the model runs: "cpu", "cuda:0", ...
+    [[nodiscard]] const std::string& device() const { return executor_->kv_device(); }
     [[nodiscard]] int64_t context_length() const { return context_length_; }
     [[nodiscard]] const std::string& name() const { return name_; }
     [[nodiscard]] int64_t n_params() const { return n_params_; }

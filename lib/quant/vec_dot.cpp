@@ -116,8 +116,15 @@ void vec_dot_rows(DType weight, int64_t n, int64_t n_rows, float* result, const 
     rows_unchecked(weight, n, n_rows, result, w, w_stride, x_row);
 }
 
-TilePack::TilePack(DType weight, int64_t n, int64_t n_tokens, const void* x, size_t x_stride)
-    : weight_(weight), n_(n), n_tokens_(n_tokens) {
+TilePack::TilePack(DType weight, int64_t n, int64_t n_tokens, const void* x, size_t x_stride) {
+    assign(weight, n, n_tokens, x, x_stride);
+}
+
+void TilePack::assign(DType weight, int64_t n, int64_t n_tokens, const void* x, size_t x_stride) {
+    weight_ = weight;
+    n_ = n;
+    n_tokens_ = n_tokens;
+    bytes_.clear();  // keeps the capacity
     if (weight != DType::Q8_0 || n_tokens < 2 || n <= 0 || n % 32 != 0 || !detail::amx_usable()) return;
     if (x == nullptr) fail(INLAY_ERR_INVALID_ARGUMENT, "TilePack: null activations");
     bytes_.resize(detail::amx_pack_q8_0_bytes(n, n_tokens));

@@ -72,6 +72,9 @@ public:
     TilePack() = default;
     // x: n_tokens rows of vec_dot_type(weight), x_stride bytes apart.
     TilePack(DType weight, int64_t n, int64_t n_tokens, const void* x, size_t x_stride);
+    // The same for other activations, reusing this pack's memory (a workspace keeps one
+    // pack for every matmul, so the step path does not allocate once it has grown).
+    void assign(DType weight, int64_t n, int64_t n_tokens, const void* x, size_t x_stride);
     [[nodiscard]] bool empty() const { return bytes_.empty(); }
 
 private:

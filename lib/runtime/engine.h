@@ -158,6 +158,7 @@ private:
     int64_t block_size_ = 0;
     std::unique_ptr<StepWorkspace> workspace_;  // scheduler thread only
     std::vector<float> step_logits_;            // scheduler thread only
+    BatchBuilder step_batch_;                   // scheduler thread only: reused step after step
     inlay_status step_status_ = INLAY_OK;       // outcome of the last forward pass (scheduler thread)
     std::string step_error_;
     double step_seconds_ = 0.0;

@@ -25,10 +25,8 @@ int64_t kv_budget_blocks(const KvPoolOptions& o, size_t block_bytes) {
 
 std::shared_ptr<KvBlockPool> make_kv_pool(const Executor& executor, const KvPoolOptions& options) {
     const KvGeometry geometry = executor.kv_geometry(options.block_size, options.dtype);
-    // The block size in bytes, from a one-block store (cheap: blocks are allocated lazily by the OS).
-    const auto probe = executor.new_kv_store(geometry, 1);
-    const int64_t blocks = kv_budget_blocks(options, probe->block_bytes());
-    return std::make_shared<KvBlockPool>(blocks == 1 ? probe : executor.new_kv_store(geometry, blocks));
+    const int64_t blocks = kv_budget_blocks(options, executor.kv_block_bytes(geometry));
+    return std::make_shared<KvBlockPool>(executor.new_kv_store(geometry, blocks));
 }
 
 KvPoolSet::KvPoolSet(const KvPoolOptions& options) : options_(options) {

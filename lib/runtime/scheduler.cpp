@@ -303,31 +303,20 @@ void Engine::register_full_blocks(Sequence& seq, int64_t from_tokens) {
 
 void Engine::run_step(std::vector<Entry>& plan) {
     // Built without the lock: the planned sequences belong to this thread until apply.
-    std::vector<int32_t> tokens, positions, seq_of_token, rows;
-    std::vector<BatchSequence> sequences;
-    sequences.reserve(plan.size());
-    for (size_t i = 0; i < plan.size(); ++i) {
-        Entry& e = plan[i];
+    BatchBuilder& batch = step_batch_;
+    batch.clear();
+    for (Entry& e : plan) {
         const Sequence& seq = *e.req->seq_;
-        const auto offset = static_cast<int64_t>(tokens.size());
-        for (int64_t p = e.start; p < e.start + e.n; ++p) {
-            tokens.push_back(seq.tokens_[static_cast<size_t>(p)]);
-            positions.push_back(static_cast<int32_t>(p));
-            seq_of_token.push_back(static_cast<int32_t>(i));
-        }
-        sequences.push_back(BatchSequence{seq.blocks_, e.start + e.n});
-        if (e.n_rows > 0) {
-            e.row = static_cast<int64_t>(rows.size());
-            for (int64_t p = e.start + e.n - e.n_rows; p < e.start + e.n; ++p)
-                rows.push_back(static_cast<int32_t>(offset + p - e.start));
-        }
+        const int32_t s = batch.add_sequence(seq.blocks_, e.start + e.n);
+        if (e.n_rows > 0) e.row = batch.n_logit_rows();
+        batch.add_tokens(s, std::span<const int32_t>(seq.tokens_).subspan(static_cast<size_t>(e.start), static_cast<size_t>(e.n)),
+                         e.start, e.n_rows);
     }
     const auto t0 = Clock::now();
     step_status_ = INLAY_OK;
     step_error_.clear();
     try {
-        const BatchLayout layout{positions, seq_of_token, sequences};
-        model_->executor().step(pool_->store(), *workspace_, tokens, layout, rows, step_logits_.data());
+        model_->executor().step(pool_->store(), *workspace_, batch.desc(), step_logits_.data());
     } catch (const Error& e) {
         step_status_ = e.status();
         step_error_ = e.what();

@@ -31,7 +31,22 @@ const char* stop_reason_name(StopReason reason) {
     return "unknown";
 }
 
+KvPoolOptions kv_pool_options_from_memory(const Model& model, double fraction) {
+    if (!(fraction > 0.0 && fraction <= 1.0))
+        fail(INLAY_ERR_INVALID_ARGUMENT, "a KV memory fraction must be in (0, 1], not {}", fraction);
+    const DeviceMemory m = model.executor().memory_info();
+    KvPoolOptions o;
+    o.budget_bytes = static_cast<int64_t>(fraction * static_cast<double>(m.free_bytes));
+    if (o.budget_bytes <= 0)
+        fail(INLAY_ERR_KV_FULL, "{} has no free memory for a KV cache ({} of {} bytes free)", model.device(),
+             m.free_bytes, m.total_bytes);
+    return o;
+}
+
 KvPoolOptions default_kv_pool_options(const Model& model) {
+    // A GPU's memory is the KV cache's to take (the weights are in already); the CPU's
+    // is shared with the host program, so there the budget follows the context length.
+    if (model.device() != "cpu") return kv_pool_options_from_memory(model, kDefaultDeviceKvFraction);
     KvPoolOptions o;
     const int64_t tokens = std::max<int64_t>(4 * model.context_length(), 64 * o.block_size);
     o.budget_blocks = (tokens + o.block_size - 1) / o.block_size;

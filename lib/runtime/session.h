@@ -115,7 +115,13 @@ const char* stop_reason_name(StopReason reason);
 // The engine a Session(model, ...) makes for itself: a private pool with
 // default_kv_pool_options(model) and default EngineOptions.
 std::shared_ptr<Engine> make_default_engine(std::shared_ptr<const Model> model);
-// Room for 4 sequences of the model's context length (at least 64 blocks), 16-token f16 blocks.
+// On the CPU: room for 4 sequences of the model's context length (at least 64 blocks);
+// on a GPU: kDefaultDeviceKvFraction of its free memory. 16-token f16 blocks.
 KvPoolOptions default_kv_pool_options(const Model& model);
+// The share of a GPU's free memory the default budget takes (after the weights are loaded).
+inline constexpr double kDefaultDeviceKvFraction = 0.9;
+// A budget of `fraction` (in (0, 1]) of the free memory of the model's device now, in
+// bytes (INLAY_ERR_KV_FULL later if that holds no block).
+KvPoolOptions kv_pool_options_from_memory(const Model& model, double fraction);
 
 }  // namespace inlay

@@ -1,57 +1,52 @@
-// CpuBackend's whole-block KV operations (copy-on-write copies, canonical-layout reads
+// Whole-block KV operations of every backend (copy-on-write copies, canonical-layout reads
 // and writes for save/restore). The expected bytes follow the canonical layout's
 // definition in concepts.h, [layer][k|v][kv_head][slot][head_dim], computed here from
 // the K/V values that kv_store was given.
-#include <catch2/catch.hpp>
-
 #include <algorithm>
 #include <cstring>
-#include <random>
 #include <vector>
 
-#include "backend/cpu/cpu_backend.h"
-#include "core/error.h"
+#include "backend_test_util.h"
 #include "core/half.h"
 
 using namespace inlay;
+using namespace inlay::test;
 
 namespace {
 
 constexpr int64_t kLayers = 2, kHeads = 2, kDim = 8, kBlock = 4;
 
-std::vector<float> random_floats(size_t n, uint32_t seed) {
-    std::mt19937 rng(seed);
-    std::normal_distribution<float> d(0.0f, 1.0f);
-    std::vector<float> v(n);
-    for (auto& x : v) x = d(rng);
-    return v;
-}
-
+template <Backend B>
 struct Filled {
-    CpuBackend::KvStorage kv;
+    typename B::KvStorage kv;
     std::vector<int32_t> table;
     std::vector<std::vector<float>> k, v;  // per layer: [token][head * dim]
     int64_t n_tokens = 0;
 };
 
-// Stores n_tokens tokens of one sequence (blocks `table`) in every layer.
-Filled fill(CpuBackend& b, DType dtype, int64_t n_blocks, std::vector<int32_t> table, int64_t n_tokens) {
-    Filled f{b.alloc_kv(KvGeometry{kLayers, kHeads, kDim, kBlock, dtype}, n_blocks), std::move(table), {}, {}, n_tokens};
-    std::vector<int32_t> pos(static_cast<size_t>(n_tokens)), seq(static_cast<size_t>(n_tokens), 0);
-    for (int64_t t = 0; t < n_tokens; ++t) pos[static_cast<size_t>(t)] = static_cast<int32_t>(t);
-    const BatchSequence bs{f.table, n_tokens};
-    const BatchLayout layout{pos, seq, std::span<const BatchSequence>(&bs, 1)};
+// Stores n_tokens tokens of one sequence (blocks `table`) in every layer, through
+// rope_kv_append without rotation (n_rot 0), so K is stored as given.
+template <Backend B>
+Filled<B> fill(B& b, DType dtype, int64_t n_blocks, std::vector<int32_t> table, int64_t n_tokens) {
+    Filled<B> f{b.alloc_kv(KvGeometry{kLayers, kHeads, kDim, kBlock, dtype}, n_blocks), std::move(table), {}, {}, n_tokens};
+    BatchBuilder bb;
+    const int32_t s = bb.add_sequence(f.table, n_tokens);
+    for (int64_t t = 0; t < n_tokens; ++t) bb.add_token(1, static_cast<int32_t>(t), s);
+    auto batch = prepare(b, bb, f.kv);
     for (int64_t l = 0; l < kLayers; ++l) {
         f.k.push_back(random_floats(static_cast<size_t>(n_tokens * kHeads * kDim), static_cast<uint32_t>(10 + l)));
         f.v.push_back(random_floats(static_cast<size_t>(n_tokens * kHeads * kDim), static_cast<uint32_t>(20 + l)));
-        CpuBackend::Buffer kb{f.k.back()}, vb{f.v.back()};
-        b.kv_store(f.kv, l, kb, vb, layout);
+        auto q = b.alloc(n_tokens * kHeads * kDim);
+        auto kb = upload(b, f.k.back()), vb = upload(b, f.v.back());
+        b.rope_kv_append(q, kb, vb, nullptr, nullptr, 1e-6f, RopeParams{RopeStyle::normal, 0}, nullptr, f.kv, l, kHeads,
+                         batch);
     }
     return f;
 }
 
 // The canonical image of table block `bi` as the layout definition says it must be.
-std::vector<std::byte> expected_block(const Filled& f, DType dtype, int64_t bi) {
+template <Backend B>
+std::vector<std::byte> expected_block(const Filled<B>& f, DType dtype, int64_t bi) {
     const size_t elem = dtype == DType::F16 ? 2 : 4;
     std::vector<std::byte> out(static_cast<size_t>(kLayers * 2 * kHeads * kBlock * kDim) * elem);
     for (int64_t l = 0; l < kLayers; ++l)
@@ -74,33 +69,37 @@ std::vector<std::byte> expected_block(const Filled& f, DType dtype, int64_t bi) 
     return out;
 }
 
-std::vector<std::byte> read(CpuBackend& b, const CpuBackend::KvStorage& kv, int64_t block) {
-    std::vector<std::byte> out(b.kv_block_bytes(kv));
+template <Backend B>
+std::vector<std::byte> read(B& b, const typename B::KvStorage& kv, int64_t block) {
+    std::vector<std::byte> out(kv_canonical_block_bytes(kv.geometry()));
     b.kv_read_block(kv, block, out);
     return out;
 }
 
 // Attention of fixed queries over a sequence's table (positions 0..n-1 attend causally).
-std::vector<float> attend(CpuBackend& b, const CpuBackend::KvStorage& kv, const std::vector<int32_t>& table, int64_t n) {
+template <Backend B>
+std::vector<float> attend(B& b, const typename B::KvStorage& kv, const std::vector<int32_t>& table, int64_t n) {
     const int64_t n_heads = 2 * kHeads;
-    std::vector<int32_t> pos(static_cast<size_t>(n)), seq(static_cast<size_t>(n), 0);
-    for (int64_t t = 0; t < n; ++t) pos[static_cast<size_t>(t)] = static_cast<int32_t>(t);
-    const BatchSequence bs{table, n};
-    const BatchLayout layout{pos, seq, std::span<const BatchSequence>(&bs, 1)};
-    CpuBackend::Buffer q{random_floats(static_cast<size_t>(n * n_heads * kDim), 99)};
+    BatchBuilder bb;
+    const int32_t s = bb.add_sequence(table, n);
+    for (int64_t t = 0; t < n; ++t) bb.add_token(1, static_cast<int32_t>(t), s);
+    auto batch = prepare(b, bb, kv);
+    auto q = upload(b, random_floats(static_cast<size_t>(n * n_heads * kDim), 99));
     auto out = b.alloc(n * n_heads * kDim);
-    b.attention(q, kv, 1, layout, n_heads, out);
-    return out.data;
+    auto scratch = b.alloc_scratch(ScratchShape{n, kDim, 0, n_heads, kDim});
+    b.attention(q, kv, 1, batch, n_heads, 1.0f / std::sqrt(static_cast<float>(kDim)), out, scratch);
+    return download(b, out, n * n_heads * kDim);
 }
 
 }  // namespace
 
-TEST_CASE("kv_read_block returns the canonical layout of what kv_store wrote", "[kv_blocks]") {
-    CpuBackend b(2);
+TEMPLATE_TEST_CASE("kv_read_block returns the canonical layout of what was appended", "[kv_blocks]", INLAY_TEST_BACKENDS) {
+    auto bp = BackendFactory<TestType>::make();
+    auto& b = *bp;
     for (const DType dtype : {DType::F16, DType::F32}) {
         INFO(dtype_name(dtype));
         const auto f = fill(b, dtype, 5, {3, 0, 4}, 10);  // blocks 3 and 0 full, 4 half full
-        REQUIRE(b.kv_block_bytes(f.kv) == static_cast<size_t>(kLayers * 2 * kHeads * kBlock * kDim) * (dtype == DType::F16 ? 2 : 4));
+        REQUIRE(kv_canonical_block_bytes(f.kv.geometry()) == static_cast<size_t>(kLayers * 2 * kHeads * kBlock * kDim) * (dtype == DType::F16 ? 2 : 4));
         for (int64_t bi = 0; bi < 3; ++bi) REQUIRE(read(b, f.kv, f.table[static_cast<size_t>(bi)]) == expected_block(f, dtype, bi));
         // Blocks never written read as zeros.
         const auto zero = read(b, f.kv, 1);
@@ -108,8 +107,10 @@ TEST_CASE("kv_read_block returns the canonical layout of what kv_store wrote", "
     }
 }
 
-TEST_CASE("copied and rewritten blocks serve attention exactly like the originals", "[kv_blocks]") {
-    CpuBackend b(2);
+TEMPLATE_TEST_CASE("copied and rewritten blocks serve attention exactly like the originals", "[kv_blocks]",
+                   INLAY_TEST_BACKENDS) {
+    auto bp = BackendFactory<TestType>::make();
+    auto& b = *bp;
     for (const DType dtype : {DType::F16, DType::F32}) {
         INFO(dtype_name(dtype));
         auto f = fill(b, dtype, 8, {5, 2, 6}, 11);
@@ -127,7 +128,7 @@ TEST_CASE("copied and rewritten blocks serve attention exactly like the original
         REQUIRE(attend(b, f.kv, {7, 0, 3}, 11) == want);
 
         // And arbitrary bytes round-trip.
-        std::vector<std::byte> bytes(b.kv_block_bytes(f.kv));
+        std::vector<std::byte> bytes(kv_canonical_block_bytes(f.kv.geometry()));
         for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<std::byte>((i * 37 + 11) & 0xff);
         b.kv_write_block(f.kv, 4, bytes);
         REQUIRE(read(b, f.kv, 4) == bytes);
@@ -136,18 +137,11 @@ TEST_CASE("copied and rewritten blocks serve attention exactly like the original
     }
 }
 
-TEST_CASE("whole-block operations check block ids and sizes", "[kv_blocks]") {
-    CpuBackend b(1);
+TEMPLATE_TEST_CASE("whole-block operations check block ids and sizes", "[kv_blocks]", INLAY_TEST_BACKENDS) {
+    auto bp = BackendFactory<TestType>::make(1);
+    auto& b = *bp;
     auto kv = b.alloc_kv(KvGeometry{kLayers, kHeads, kDim, kBlock, DType::F16}, 2);
-    std::vector<std::byte> buf(b.kv_block_bytes(kv));
-    auto status_of = [](auto&& fn) {
-        try {
-            fn();
-            return INLAY_OK;
-        } catch (const Error& e) {
-            return e.status();
-        }
-    };
+    std::vector<std::byte> buf(kv_canonical_block_bytes(kv.geometry()));
     REQUIRE(status_of([&] { b.kv_read_block(kv, 2, buf); }) == INLAY_ERR_INTERNAL);
     REQUIRE(status_of([&] { b.kv_read_block(kv, -1, buf); }) == INLAY_ERR_INTERNAL);
     REQUIRE(status_of([&] { b.kv_write_block(kv, 5, buf); }) == INLAY_ERR_INTERNAL);

@@ -161,12 +161,11 @@ std::vector<float> run(const Decoder<CpuBackend>& dec, CpuBackend& b, const std:
     std::vector<float> out(tokens.size() * V);
     for (size_t s = 0; s < tokens.size(); s += static_cast<size_t>(chunk)) {
         const size_t n = std::min(static_cast<size_t>(chunk), tokens.size() - s);
-        std::vector<int32_t> pos(n), seq(n, 0), rows(n);
-        std::iota(pos.begin(), pos.end(), static_cast<int32_t>(s));
-        std::iota(rows.begin(), rows.end(), 0);
-        const BatchSequence bs{table, static_cast<int64_t>(s + n)};
-        const BatchLayout layout{pos, seq, std::span<const BatchSequence>(&bs, 1)};
-        dec.forward(std::span<const int32_t>(tokens).subspan(s, n), layout, kv, ws, rows, out.data() + s * V);
+        BatchBuilder batch;
+        const int32_t seq = batch.add_sequence(table, static_cast<int64_t>(s + n));
+        batch.add_tokens(seq, std::span<const int32_t>(tokens).subspan(s, n), static_cast<int64_t>(s),
+                         static_cast<int64_t>(n));
+        dec.forward(batch.desc(), kv, ws, out.data() + s * V);
     }
     return out;
 }
@@ -267,16 +266,14 @@ TEST_CASE("a ragged batch of two sequences equals each sequence alone", "[decode
 
     auto kv = b.alloc_kv(dec.kv_geometry(4, DType::F16), 6);
     const std::vector<int32_t> table_a{4, 0}, table_c{5};
-    const std::vector<BatchSequence> seqs{{table_a, 6}, {table_c, 3}};
-    std::vector<int32_t> tokens, pos, seq, rows;
-    for (size_t i = 0; i < a.size(); ++i) { tokens.push_back(a[i]); pos.push_back(static_cast<int32_t>(i)); seq.push_back(0); }
-    for (size_t i = 0; i < c.size(); ++i) { tokens.push_back(c[i]); pos.push_back(static_cast<int32_t>(i)); seq.push_back(1); }
-    rows.resize(tokens.size());
-    std::iota(rows.begin(), rows.end(), 0);
+    BatchBuilder batch;
+    const int32_t sa = batch.add_sequence(table_a, 6), sc = batch.add_sequence(table_c, 3);
+    batch.add_tokens(sa, a, 0, static_cast<int64_t>(a.size()));
+    batch.add_tokens(sc, c, 0, static_cast<int64_t>(c.size()));
     auto ws = dec.make_workspace(16, 16);
     const auto V = static_cast<size_t>(o.n_vocab);
-    std::vector<float> out(tokens.size() * V);
-    dec.forward(tokens, BatchLayout{pos, seq, seqs}, kv, ws, rows, out.data());
+    std::vector<float> out(static_cast<size_t>(batch.n_tokens()) * V);
+    dec.forward(batch.desc(), kv, ws, out.data());
     for (size_t i = 0; i < a.size() * V; ++i) REQUIRE(std::fabs(out[i] - alone_a[i]) <= 1e-5);
     for (size_t i = 0; i < c.size() * V; ++i) REQUIRE(std::fabs(out[a.size() * V + i] - alone_c[i]) <= 1e-5);
 }

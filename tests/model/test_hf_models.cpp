@@ -211,15 +211,13 @@ std::vector<float> run_f32_kv(const DecoderSpec& spec, const WeightSource& src, 
     constexpr int64_t kBlock = 16;
     const int64_t n_blocks = (n + kBlock - 1) / kBlock;
     auto kv = b.alloc_kv(dec.kv_geometry(kBlock, DType::F32), n_blocks);
-    std::vector<int32_t> table(static_cast<size_t>(n_blocks)), pos(tokens.size()), seq(tokens.size(), 0),
-        rows(tokens.size());
+    std::vector<int32_t> table(static_cast<size_t>(n_blocks));
     for (size_t i = 0; i < table.size(); ++i) table[i] = static_cast<int32_t>(i);
-    for (size_t i = 0; i < tokens.size(); ++i) pos[i] = rows[i] = static_cast<int32_t>(i);
     auto ws = dec.make_workspace(n, n);
-    const BatchSequence bs{table, n};
-    const BatchLayout layout{pos, seq, std::span<const BatchSequence>(&bs, 1)};
+    BatchBuilder batch;
+    batch.add_tokens(batch.add_sequence(table, n), tokens, 0, n);
     std::vector<float> out(tokens.size() * static_cast<size_t>(spec.n_vocab));
-    dec.forward(tokens, layout, kv, ws, rows, out.data());
+    dec.forward(batch.desc(), kv, ws, out.data());
     return out;
 }
 

@@ -3,6 +3,8 @@
 // that runs the model through Executor::eval (a private KV cache, one sequence).
 #pragma once
 
+#include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -65,6 +67,46 @@ inline std::vector<int32_t> reference_greedy(const Model& model, const std::vect
         ex.eval(*seq, std::span<const int32_t>(&t, 1), std::span<const int32_t>(&row, 1), logits.data(), {});
     }
     return out;
+}
+
+// Whether two logit vectors of one sequence (alone, and in some batch) agree as the
+// backend promises: bitwise for a batch-invariant backend, else within its tolerance
+// relative to the largest |logit|.
+inline bool within_contract(const std::vector<float>& a, const std::vector<float>& b, const BackendContract& c) {
+    if (a.size() != b.size()) return false;
+    if (c.batch_invariant) return a == b;
+    double scale = 0, worst = 0;
+    for (size_t i = 0; i < a.size(); ++i) {
+        scale = std::max(scale, static_cast<double>(std::fabs(a[i])));
+        worst = std::max(worst, static_cast<double>(std::fabs(a[i] - b[i])));
+    }
+    return worst <= c.batch_logit_tolerance * std::max(scale, 1.0);
+}
+
+// Greedy tokens `got` (from the engine, batched) continuing `prompt` are what the session
+// alone gives, under the backend's contract: identical for a batch-invariant backend;
+// otherwise, teacher-forced through Executor::eval, every token of `got` is the argmax
+// alone or within the stated tolerance of it (a near tie may break either way, and the
+// text goes on from whichever token was taken).
+inline bool greedy_within_contract(const Model& model, const std::vector<int32_t>& prompt,
+                                   const std::vector<int32_t>& got) {
+    const Executor& ex = model.executor();
+    const BackendContract c = ex.contract();
+    if (c.batch_invariant) return got == reference_greedy(model, prompt, static_cast<int>(got.size()));
+    auto seq = ex.new_sequence(static_cast<int64_t>(prompt.size() + got.size()) + 1);
+    std::vector<float> logits(static_cast<size_t>(model.spec().n_vocab));
+    const int32_t last = static_cast<int32_t>(prompt.size() - 1), row = 0;
+    ex.eval(*seq, prompt, std::span<const int32_t>(&last, 1), logits.data(), {});
+    for (const int32_t t : got) {
+        double scale = 1.0;
+        for (const float v : logits) scale = std::max(scale, static_cast<double>(std::fabs(v)));
+        const float best = logits[static_cast<size_t>(argmax(logits))];
+        if (t < 0 || static_cast<size_t>(t) >= logits.size() ||
+            best - logits[static_cast<size_t>(t)] > c.batch_logit_tolerance * scale)
+            return false;
+        ex.eval(*seq, std::span<const int32_t>(&t, 1), std::span<const int32_t>(&row, 1), logits.data(), {});
+    }
+    return true;
 }
 
 inline GenerateOptions greedy(int32_t max_tokens) {

@@ -64,7 +64,8 @@ void check_equal_alone(const std::shared_ptr<const Model>& model, int n_sessions
     for (size_t i = 0; i < jobs.size(); ++i) {
         INFO("session " << i << ": " << jobs[i].error);
         REQUIRE(jobs[i].status == INLAY_OK);
-        REQUIRE(jobs[i].tokens == reference_greedy(*model, jobs[i].prompt, jobs[i].n));
+        REQUIRE(jobs[i].tokens.size() == static_cast<size_t>(jobs[i].n));
+        REQUIRE(greedy_within_contract(*model, jobs[i].prompt, jobs[i].tokens));
         generated += jobs[i].n;
     }
     REQUIRE(m.tokens_generated == generated);

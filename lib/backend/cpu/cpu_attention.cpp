@@ -81,25 +81,29 @@ void mad_f16(uint16_t* acc, const uint16_t* v, float p, int64_t n) {
     for (; i < n; ++i) acc[i] = f32_to_f16(f16_to_f32(acc[i]) + f16_to_f32(v[i]) * p);
 }
 
+
+void require_batch_fits(const CpuBackend::KvStorage& kv, const CpuBackend::Batch& batch, const char* op) {
+    if (batch.block_size != kv.geometry().block_size || batch.n_blocks > kv.n_blocks())
+        fail(INLAY_ERR_INTERNAL, "{}: a batch prepared for {} blocks of {} given a store of {} blocks of {}", op,
+             batch.n_blocks, batch.block_size, kv.n_blocks(), kv.geometry().block_size);
+}
+
 }  // namespace
 
-void CpuBackend::kv_store(KvStorage& kv, int64_t layer, const Buffer& k, const Buffer& v, const BatchLayout& layout) {
+void CpuBackend::kv_store(KvStorage& kv, int64_t layer, const Buffer& k, const Buffer& v, const Batch& batch) {
     const KvGeometry& g = kv.geometry();
-    const int64_t n_tokens = layout.n_tokens();
+    const int64_t n_tokens = batch.n_tokens();
     const int64_t row = g.n_kv_heads * g.head_dim;
+    require_batch_fits(kv, batch, "kv_store");
+    if (layer < 0 || layer >= g.n_layers) fail(INLAY_ERR_INTERNAL, "kv_store: layer {} of {}", layer, g.n_layers);
     if (k.size() < static_cast<size_t>(n_tokens * row) || v.size() < static_cast<size_t>(n_tokens * row))
         fail(INLAY_ERR_INTERNAL, "kv_store: K/V buffers too small");
     const bool f16 = g.dtype == DType::F16;
     const size_t elem = f16 ? 2 : 4;
     for (int64_t t = 0; t < n_tokens; ++t) {
-        const BatchSequence& seq = layout.sequences[static_cast<size_t>(layout.seq_of_token[static_cast<size_t>(t)])];
-        const int64_t pos = layout.positions[static_cast<size_t>(t)];
-        const int64_t bi = pos / g.block_size;
-        if (pos < 0 || bi >= static_cast<int64_t>(seq.block_table.size()))
-            fail(INLAY_ERR_INTERNAL, "kv_store: position {} has no block", pos);
-        const int64_t block = seq.block_table[static_cast<size_t>(bi)];
-        if (block < 0 || block >= kv.n_blocks()) fail(INLAY_ERR_INTERNAL, "kv_store: block {} outside storage", block);
-        const size_t slot_offset = static_cast<size_t>((pos % g.block_size) * g.head_dim) * elem;
+        // Slots were resolved (and validated) once for the step by prepare_batch.
+        const int64_t block = batch.slot_block[static_cast<size_t>(t)];
+        const size_t slot_offset = static_cast<size_t>(batch.slot_index[static_cast<size_t>(t)] * g.head_dim) * elem;
         for (int which = 0; which < 2; ++which) {
             const float* src = (which == 0 ? k : v).ptr() + static_cast<size_t>(t * row);
             for (int64_t h = 0; h < g.n_kv_heads; ++h) {
@@ -116,23 +120,33 @@ void CpuBackend::kv_store(KvStorage& kv, int64_t layer, const Buffer& k, const B
     }
 }
 
-void CpuBackend::attention(const Buffer& q, const KvStorage& kv, int64_t layer, const BatchLayout& layout,
-                           int64_t n_heads, Buffer& out) {
+void CpuBackend::rope_kv_append(Buffer& q, Buffer& k, const Buffer& v, const Weight* q_norm, const Weight* k_norm,
+                                float eps, const RopeParams& rope_params, const Weight* freq_factors, KvStorage& kv,
+                                int64_t layer, int64_t n_heads, const Batch& batch) {
     const KvGeometry& g = kv.geometry();
-    const int64_t n_tokens = layout.n_tokens();
+    const int64_t n = batch.n_tokens();
+    // The parts in order, each the same arithmetic as alone: on the CPU the fusion buys
+    // nothing worth a second implementation of each part (a GPU saves launches and
+    // round trips through memory).
+    if (q_norm) rms_norm(q, *q_norm, eps, n * n_heads, g.head_dim, q);
+    if (k_norm) rms_norm(k, *k_norm, eps, n * g.n_kv_heads, g.head_dim, k);
+    rope(q, n_heads, g.head_dim, batch, rope_params, freq_factors);
+    rope(k, g.n_kv_heads, g.head_dim, batch, rope_params, freq_factors);
+    kv_store(kv, layer, k, v, batch);
+}
+
+void CpuBackend::attention(const Buffer& q, const KvStorage& kv, int64_t layer, const Batch& batch, int64_t n_heads,
+                           float scale, Buffer& out, Scratch& /*scratch*/) {
+    const KvGeometry& g = kv.geometry();
+    const int64_t n_tokens = batch.n_tokens();
     const int64_t hd = g.head_dim;
+    require_batch_fits(kv, batch, "attention");
+    if (layer < 0 || layer >= g.n_layers) fail(INLAY_ERR_INTERNAL, "attention: layer {} of {}", layer, g.n_layers);
     if (n_heads % g.n_kv_heads != 0) fail(INLAY_ERR_INTERNAL, "attention: {} heads over {} KV heads", n_heads, g.n_kv_heads);
     if (q.size() < static_cast<size_t>(n_tokens * n_heads * hd) || out.size() < static_cast<size_t>(n_tokens * n_heads * hd))
         fail(INLAY_ERR_INTERNAL, "attention: buffers too small");
-    for (int64_t t = 0; t < n_tokens; ++t) {
-        const auto& seq = layout.sequences[static_cast<size_t>(layout.seq_of_token[static_cast<size_t>(t)])];
-        const int64_t pos = layout.positions[static_cast<size_t>(t)];
-        if (pos < 0 || pos >= seq.n_kv || (pos / g.block_size) >= static_cast<int64_t>(seq.block_table.size()))
-            fail(INLAY_ERR_INTERNAL, "attention: position {} outside the sequence's {} cached tokens", pos, seq.n_kv);
-    }
     const int64_t group = n_heads / g.n_kv_heads;
     const bool f16 = g.dtype == DType::F16;
-    const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
 
     pool_.parallel_for(static_cast<size_t>(n_tokens * n_heads), [&](size_t b, size_t e) {
         std::vector<float> scores(static_cast<size_t>(g.block_size));
@@ -140,8 +154,8 @@ void CpuBackend::attention(const Buffer& q, const KvStorage& kv, int64_t layer, 
         for (size_t item = b; item < e; ++item) {
             const auto t = static_cast<int64_t>(item) / n_heads;
             const auto h = static_cast<int64_t>(item) % n_heads;
-            const auto& seq = layout.sequences[static_cast<size_t>(layout.seq_of_token[static_cast<size_t>(t)])];
-            const int64_t n_visible = layout.positions[static_cast<size_t>(t)] + 1;  // causal
+            const int32_t* table = batch.block_table(batch.seq_of_token[static_cast<size_t>(t)]);
+            const int64_t n_visible = batch.positions[static_cast<size_t>(t)] + 1;  // causal
             const int64_t kvh = h / group;
             const float* qv = q.ptr() + static_cast<size_t>(item) * static_cast<size_t>(hd);
             float* out_row = out.ptr() + static_cast<size_t>(item) * static_cast<size_t>(hd);
@@ -152,7 +166,7 @@ void CpuBackend::attention(const Buffer& q, const KvStorage& kv, int64_t layer, 
                 for (int64_t i = 0; i < hd; ++i) q16[static_cast<size_t>(i)] = f32_to_f16(qv[i]);
                 std::fill(acc16.begin(), acc16.end(), uint16_t{0});
                 for (int64_t p0 = 0; p0 < n_visible; p0 += g.block_size) {
-                    const int64_t block = seq.block_table[static_cast<size_t>(p0 / g.block_size)];
+                    const int64_t block = table[p0 / g.block_size];
                     const int64_t n = std::min(g.block_size, n_visible - p0);
                     const auto* kb = reinterpret_cast<const uint16_t*>(kv.slab(block, layer, 0, kvh));
                     const auto* vb = reinterpret_cast<const uint16_t*>(kv.slab(block, layer, 1, kvh));
@@ -177,7 +191,7 @@ void CpuBackend::attention(const Buffer& q, const KvStorage& kv, int64_t layer, 
             // f32 cache: block by block, full precision.
             std::fill(out_row, out_row + hd, 0.0f);
             for (int64_t p0 = 0; p0 < n_visible; p0 += g.block_size) {
-                const int64_t block = seq.block_table[static_cast<size_t>(p0 / g.block_size)];
+                const int64_t block = table[p0 / g.block_size];
                 const int64_t n = std::min(g.block_size, n_visible - p0);
                 const auto* kb = reinterpret_cast<const float*>(kv.slab(block, layer, 0, kvh));
                 const auto* vb = reinterpret_cast<const float*>(kv.slab(block, layer, 1, kvh));

@@ -2,9 +2,14 @@
 // cpu_matmul.cpp and cpu_attention.cpp.
 #include "backend/cpu/cpu_backend.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <new>
+#include <string>
+
+#include <unistd.h>
 
 #include "core/error.h"
 #include "core/half.h"
@@ -14,6 +19,26 @@
 namespace inlay {
 
 CpuBackend::CpuBackend(int n_threads) : pool_(n_threads) {}
+
+DeviceMemory CpuBackend::memory_info() const {
+    DeviceMemory m;
+    // MemAvailable counts reclaimable page cache, which a KV pool can use; sysconf's
+    // free pages do not.
+    std::ifstream meminfo("/proc/meminfo");
+    std::string key;
+    size_t kib = 0;
+    std::string unit;
+    while (meminfo >> key >> kib >> unit) {
+        if (key == "MemTotal:") m.total_bytes = kib * 1024;
+        if (key == "MemAvailable:") m.free_bytes = kib * 1024;
+    }
+    const long page = sysconf(_SC_PAGESIZE);
+    if (m.total_bytes == 0 && page > 0)
+        m.total_bytes = static_cast<size_t>(sysconf(_SC_PHYS_PAGES)) * static_cast<size_t>(page);
+    if (m.free_bytes == 0 && page > 0)
+        m.free_bytes = static_cast<size_t>(sysconf(_SC_AVPHYS_PAGES)) * static_cast<size_t>(page);
+    return m;
+}
 
 CpuBackend::Buffer CpuBackend::alloc(int64_t n_floats) {
     if (n_floats < 0) fail(INLAY_ERR_INVALID_ARGUMENT, "CpuBackend::alloc: negative size {}", n_floats);
@@ -51,23 +76,63 @@ CpuBackend::Weight CpuBackend::upload_vector(const TensorView& view) {
     return w;
 }
 
+void CpuBackend::write(Buffer& dst, int64_t offset, const float* host_src, int64_t count) {
+    if (offset < 0 || count < 0 || static_cast<size_t>(offset + count) > dst.size())
+        fail(INLAY_ERR_INTERNAL, "CpuBackend::write: range [{}, {}) outside buffer of {}", offset, offset + count,
+             dst.size());
+    if (count > 0) std::memcpy(dst.ptr() + offset, host_src, static_cast<size_t>(count) * sizeof(float));
+}
+
 void CpuBackend::read(const Buffer& src, int64_t offset, int64_t count, float* host_dst) {
     if (offset < 0 || count < 0 || static_cast<size_t>(offset + count) > src.size())
         fail(INLAY_ERR_INTERNAL, "CpuBackend::read: range [{}, {}) outside buffer of {}", offset, offset + count,
              src.size());
-    std::memcpy(host_dst, src.ptr() + offset, static_cast<size_t>(count) * sizeof(float));
+    if (count > 0) std::memcpy(host_dst, src.ptr() + offset, static_cast<size_t>(count) * sizeof(float));
+}
+
+CpuBackend::Scratch CpuBackend::alloc_scratch(const ScratchShape& shape) {
+    if (shape.max_tokens < 0 || shape.max_in < 0 || shape.n_ff < 0)
+        fail(INLAY_ERR_INVALID_ARGUMENT, "CpuBackend::alloc_scratch: negative size");
+    Scratch s;
+    // The widest partner-format row: every activation type is at most 2 bytes per
+    // element plus its block headers (f16/bf16: exactly 2; Q8_0/Q8_1/Q8_K: under 1.2).
+    size_t row = 0;
+    const int64_t padded = (shape.max_in + 255) / 256 * 256;
+    for (DType t : {DType::F16, DType::BF16, DType::Q8_0, DType::Q8_1, DType::Q8_K})
+        if (const auto r = row_bytes(t, padded)) row = std::max(row, *r);
+    s.converted.resize(row * static_cast<size_t>(shape.max_tokens));
+    s.up = alloc(shape.max_tokens * shape.n_ff);
+    return s;
+}
+
+void CpuBackend::prepare_batch(const BatchDesc& desc, const BatchLimits& limits, Batch& batch) {
+    validate_batch(desc, limits);
+    auto copy = [](std::span<const int32_t> from, std::vector<int32_t>& to) { to.assign(from.begin(), from.end()); };
+    copy(desc.tokens, batch.tokens);
+    copy(desc.positions, batch.positions);
+    copy(desc.seq_of_token, batch.seq_of_token);
+    copy(desc.kv_indptr, batch.kv_indptr);
+    copy(desc.kv_indices, batch.kv_indices);
+    copy(desc.kv_len, batch.kv_len);
+    copy(desc.logit_rows, batch.logit_rows);
+    batch.block_size = limits.block_size;
+    batch.n_blocks = limits.n_blocks;
+    const auto n = static_cast<size_t>(desc.n_tokens());
+    batch.slot_block.resize(n);
+    batch.slot_index.resize(n);
+    for (size_t t = 0; t < n; ++t) {
+        const int32_t pos = desc.positions[t];
+        batch.slot_block[t] = batch.block_table(desc.seq_of_token[t])[pos / limits.block_size];
+        batch.slot_index[t] = static_cast<int32_t>(pos % limits.block_size);
+    }
 }
 
 // --- KV storage ---------------------------------------------------------------------
 
 CpuBackend::KvStorage::KvStorage(const KvGeometry& geometry) : geometry_(geometry) {
-    if (geometry.dtype != DType::F16 && geometry.dtype != DType::F32)
-        fail(INLAY_ERR_UNSUPPORTED, "KV cache type {} is not supported (f16 or f32)", dtype_name(geometry.dtype));
-    if (geometry.n_layers <= 0 || geometry.n_kv_heads <= 0 || geometry.head_dim <= 0 || geometry.block_size <= 0)
-        fail(INLAY_ERR_INVALID_ARGUMENT, "invalid KV geometry");
+    block_bytes_ = kv_canonical_block_bytes(geometry);  // validates the geometry
     elem_bytes_ = geometry.dtype == DType::F16 ? 2 : 4;
     slab_bytes_ = static_cast<size_t>(geometry.block_size * geometry.head_dim) * elem_bytes_;
-    block_bytes_ = slab_bytes_ * 2 * static_cast<size_t>(geometry.n_layers * geometry.n_kv_heads);
 }
 
 void CpuBackend::KvStorage::resize(int64_t n_blocks) {

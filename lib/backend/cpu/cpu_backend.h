@@ -1,16 +1,20 @@
 // CpuBackend: the reference backend. Weights are zero-copy views of the mapped file,
 // activations are std::vector<float>, every op is split across the backend's
-// ThreadPool. Each op is correct for any size; the hot ones (matmul, attention) use
-// the SIMD kernels of lib/quant.
+// ThreadPool and runs synchronously (so read() and synchronize() have nothing to wait
+// for). Each op is correct for any size; the hot ones (matmul, attention) use the SIMD
+// kernels of lib/quant. Results are batch invariant: every op computes a token's
+// values with the same operations in the same order whatever else is in the batch.
 #pragma once
 
 #include <cstddef>
 #include <memory>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "backend/concepts.h"
 #include "core/thread_pool.h"
+#include "quant/vec_dot.h"
 
 namespace inlay {
 
@@ -38,10 +42,10 @@ public:
 
     // Paged K/V: each block is one allocation holding every layer's K and V for
     // block_size token slots, laid out [layer][k|v][kv_head][slot][head_dim] (the
-    // canonical layout of concepts.h), so blocks can be added one at a time and a head's
-    // keys are contiguous within a block. Blocks come from calloc: large ones are fresh
-    // zero pages that take no resident memory until first written, so a preallocated
-    // pool costs only what is used.
+    // canonical layout), so blocks can be added one at a time and a head's keys are
+    // contiguous within a block. Blocks come from calloc: large ones are fresh zero
+    // pages that take no resident memory until first written, so a preallocated pool
+    // costs only what is used.
     class KvStorage {
     public:
         KvStorage() = default;
@@ -64,37 +68,85 @@ public:
         std::vector<std::unique_ptr<std::byte[], FreeBlock>> blocks_;
     };
 
+    // The step's batch: a validated copy of the description, plus each token's write
+    // slot (block id and slot) resolved once for every layer's KV append.
+    struct Batch {
+        std::vector<int32_t> tokens, positions, seq_of_token, kv_indptr, kv_indices, kv_len, logit_rows;
+        std::vector<int32_t> slot_block, slot_index;  // per token
+        int64_t block_size = 0;
+        int64_t n_blocks = 0;  // the store's block count it was validated against
+
+        [[nodiscard]] int64_t n_tokens() const { return static_cast<int64_t>(tokens.size()); }
+        [[nodiscard]] const int32_t* block_table(int64_t seq) const {
+            return kv_indices.data() + kv_indptr[static_cast<size_t>(seq)];
+        }
+    };
+
+    // Matmul scratch: the activations converted to the weights' partner format, their
+    // matrix-unit packing, and the second product of matmul_swiglu.
+    struct Scratch {
+        std::vector<std::byte> converted;
+        quant::TilePack pack;
+        Buffer up;
+    };
+
     // n_threads <= 0: all cores.
     explicit CpuBackend(int n_threads);
 
     [[nodiscard]] int n_threads() const { return pool_.size(); }
     [[nodiscard]] ThreadPool& pool() { return pool_; }
 
+    [[nodiscard]] std::string device_name() const { return "cpu"; }
+    [[nodiscard]] BackendContract contract() const { return BackendContract{true, 0.0}; }
+    // Available and total RAM (/proc/meminfo, else sysconf).
+    [[nodiscard]] DeviceMemory memory_info() const;
+
     Buffer alloc(int64_t n_floats);
+    void write(Buffer& dst, int64_t offset, const float* host_src, int64_t count);
+    void read(const Buffer& src, int64_t offset, int64_t count, float* host_dst);
+    void synchronize() {}
     Weight upload_matrix(const TensorView& view);
     Weight upload_vector(const TensorView& view);
+    Scratch alloc_scratch(const ScratchShape& shape);
     KvStorage alloc_kv(const KvGeometry& geometry, int64_t n_blocks);
     void resize_kv(KvStorage& kv, int64_t n_blocks);
-    void read(const Buffer& src, int64_t offset, int64_t count, float* host_dst);
+    void prepare_batch(const BatchDesc& desc, const BatchLimits& limits, Batch& batch);
 
     // Whole KV blocks (cpu_kv_blocks.cpp). Thread-safe for distinct blocks; no pool use.
-    [[nodiscard]] size_t kv_block_bytes(const KvStorage& kv) const { return kv.block_bytes(); }
     void kv_copy_block(KvStorage& kv, int64_t src, int64_t dst);
     void kv_read_block(const KvStorage& kv, int64_t block, std::span<std::byte> out);
     void kv_write_block(KvStorage& kv, int64_t block, std::span<const std::byte> in);
 
-    void embed(const Weight& table, std::span<const int32_t> ids, Buffer& out);
+    // The ops of the concept.
+    void embed(const Weight& table, const Batch& batch, Buffer& out);
     void rms_norm(const Buffer& x, const Weight& weight, float eps, int64_t n_rows, int64_t dim, Buffer& out);
-    void matmul(const Weight& w, const Buffer& x, int64_t n_tokens, Buffer& y);
-    void rope(Buffer& x, int64_t n_heads, int64_t head_dim, const BatchLayout& layout, const RopeParams& rope);
-    void kv_store(KvStorage& kv, int64_t layer, const Buffer& k, const Buffer& v, const BatchLayout& layout);
-    void attention(const Buffer& q, const KvStorage& kv, int64_t layer, const BatchLayout& layout, int64_t n_heads,
-                   Buffer& out);
-    void silu_mul(Buffer& gate, const Buffer& up, int64_t n);
+    void add_rms_norm(Buffer& x, const Buffer& y, const Weight& weight, float eps, int64_t n_rows, int64_t dim,
+                      Buffer& out);
+    void matmul(const Weight& w, const Buffer& x, int64_t n_tokens, Buffer& y, Scratch& scratch);
+    void matmul_swiglu(const Weight& gate, const Weight& up, const Buffer& x, int64_t n_tokens, Buffer& out,
+                       Scratch& scratch);
+    void rope_kv_append(Buffer& q, Buffer& k, const Buffer& v, const Weight* q_norm, const Weight* k_norm, float eps,
+                        const RopeParams& rope, const Weight* freq_factors, KvStorage& kv, int64_t layer,
+                        int64_t n_heads, const Batch& batch);
+    void attention(const Buffer& q, const KvStorage& kv, int64_t layer, const Batch& batch, int64_t n_heads,
+                   float scale, Buffer& out, Scratch& scratch);
     void add(Buffer& x, const Buffer& y, int64_t n);
-    void gather_rows(const Buffer& x, std::span<const int32_t> rows, int64_t row_length, Buffer& out);
+    void gather_logit_rows(const Buffer& x, const Batch& batch, int64_t row_length, Buffer& out);
+
+    // The pieces the fused ops are made of, public for their tests.
+    void rope(Buffer& x, int64_t n_heads, int64_t head_dim, const Batch& batch, const RopeParams& rope,
+              const Weight* freq_factors);
+    void kv_store(KvStorage& kv, int64_t layer, const Buffer& k, const Buffer& v, const Batch& batch);
+    void silu_mul(Buffer& gate, const Buffer& up, int64_t n);
 
 private:
+    // Converts x's first n_tokens rows to w's partner format in scratch.converted (or
+    // returns x itself for f32 weights); the row stride goes to *stride.
+    const std::byte* convert_activations(const Weight& w, const Buffer& x, int64_t n_tokens, Scratch& scratch,
+                                         size_t* stride);
+    void matmul_converted(const Weight& w, const std::byte* xq, size_t x_stride, int64_t n_tokens, Buffer& y,
+                          Scratch& scratch);
+
     ThreadPool pool_;
 };
 

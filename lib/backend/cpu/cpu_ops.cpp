@@ -1,5 +1,5 @@
-// CpuBackend's element-wise and row-wise ops: embedding lookup, RMSNorm, RoPE,
-// SiLU-gating, residual add and row gathering.
+// CpuBackend's element-wise and row-wise ops: embedding lookup, RMSNorm (alone and
+// fused with the residual add), RoPE, SiLU-gating, residual add and row gathering.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -18,6 +18,20 @@ namespace {
 void require_size(const CpuBackend::Buffer& b, int64_t n, const char* op, const char* what) {
     if (n < 0 || b.size() < static_cast<size_t>(n))
         fail(INLAY_ERR_INTERNAL, "CpuBackend::{}: {} holds {} floats, needs {}", op, what, b.size(), n);
+}
+
+void require_norm_weight(const CpuBackend::Weight& weight, int64_t dim, const char* op) {
+    if (weight.type != DType::F32 || weight.n_cols * weight.n_rows != dim)
+        fail(INLAY_ERR_INTERNAL, "{}: weight of {} elements for rows of {}", op, weight.n_cols * weight.n_rows, dim);
+}
+
+// y = x / rms(x) * w for one row; y may be x.
+void norm_row(const float* xr, const CpuBackend::Weight& weight, float eps, int64_t dim, float* yr) {
+    const auto* w = reinterpret_cast<const float*>(weight.data);
+    double sum = 0.0;  // float squares summed in double, as ggml does
+    for (int64_t i = 0; i < dim; ++i) sum += static_cast<double>(xr[i] * xr[i]);
+    const float scale = 1.0f / std::sqrt(static_cast<float>(sum / static_cast<double>(dim)) + eps);
+    for (int64_t i = 0; i < dim; ++i) yr[i] = xr[i] * scale * w[i];
 }
 
 #if defined(__AVX2__) && defined(__FMA__)
@@ -73,10 +87,11 @@ void silu_mul_range(float* g, const float* u, size_t n) {
 
 }  // namespace
 
-void CpuBackend::embed(const Weight& table, std::span<const int32_t> ids, Buffer& out) {
+void CpuBackend::embed(const Weight& table, const Batch& batch, Buffer& out) {
     const int64_t dim = table.n_cols;
+    const std::vector<int32_t>& ids = batch.tokens;
     require_size(out, static_cast<int64_t>(ids.size()) * dim, "embed", "out");
-    for (const int32_t id : ids)
+    for (const int32_t id : ids)  // the batch was validated against the model's vocabulary; this is the table's
         if (id < 0 || id >= table.n_rows)
             fail(INLAY_ERR_INVALID_TOKEN, "token id {} is outside the vocabulary [0, {})", id, table.n_rows);
     pool_.parallel_for(ids.size(), [&](size_t b, size_t e) {
@@ -88,39 +103,55 @@ void CpuBackend::embed(const Weight& table, std::span<const int32_t> ids, Buffer
 void CpuBackend::rms_norm(const Buffer& x, const Weight& weight, float eps, int64_t n_rows, int64_t dim, Buffer& out) {
     require_size(x, n_rows * dim, "rms_norm", "x");
     require_size(out, n_rows * dim, "rms_norm", "out");
-    if (weight.type != DType::F32 || weight.n_cols * weight.n_rows != dim)
-        fail(INLAY_ERR_INTERNAL, "rms_norm: weight of {} elements for rows of {}", weight.n_cols * weight.n_rows, dim);
-    const auto* w = reinterpret_cast<const float*>(weight.data);
-    auto norm_rows = [&](size_t b, size_t e) {
-        for (size_t r = b; r < e; ++r) {
-            const float* xr = x.ptr() + r * static_cast<size_t>(dim);
-            float* yr = out.ptr() + r * static_cast<size_t>(dim);
-            double sum = 0.0;  // float squares summed in double, as ggml does
-            for (int64_t i = 0; i < dim; ++i) sum += static_cast<double>(xr[i] * xr[i]);
-            const float scale = 1.0f / std::sqrt(static_cast<float>(sum / static_cast<double>(dim)) + eps);
-            for (int64_t i = 0; i < dim; ++i) yr[i] = xr[i] * scale * w[i];
-        }
+    require_norm_weight(weight, dim, "rms_norm");
+    auto body = [&](size_t b, size_t e) {
+        for (size_t r = b; r < e; ++r) norm_row(x.ptr() + r * static_cast<size_t>(dim), weight, eps, dim, out.ptr() + r * static_cast<size_t>(dim));
     };
-    if (n_rows * dim < 16384) norm_rows(0, static_cast<size_t>(n_rows));
-    else pool_.parallel_for(static_cast<size_t>(n_rows), norm_rows);
+    if (n_rows * dim < 16384) body(0, static_cast<size_t>(n_rows));
+    else pool_.parallel_for(static_cast<size_t>(n_rows), body);
 }
 
-void CpuBackend::rope(Buffer& x, int64_t n_heads, int64_t head_dim, const BatchLayout& layout,
-                      const RopeParams& rope) {
-    const int64_t n_tokens = layout.n_tokens();
+void CpuBackend::add_rms_norm(Buffer& x, const Buffer& y, const Weight& weight, float eps, int64_t n_rows, int64_t dim,
+                              Buffer& out) {
+    require_size(x, n_rows * dim, "add_rms_norm", "x");
+    require_size(y, n_rows * dim, "add_rms_norm", "y");
+    require_size(out, n_rows * dim, "add_rms_norm", "out");
+    require_norm_weight(weight, dim, "add_rms_norm");
+    // Row by row: the sum, then the norm of that row, the same float operations as add
+    // followed by rms_norm, with each row read while it is in cache.
+    auto body = [&](size_t b, size_t e) {
+        for (size_t r = b; r < e; ++r) {
+            float* xr = x.ptr() + r * static_cast<size_t>(dim);
+            const float* yr = y.ptr() + r * static_cast<size_t>(dim);
+            for (int64_t i = 0; i < dim; ++i) xr[i] += yr[i];
+            norm_row(xr, weight, eps, dim, out.ptr() + r * static_cast<size_t>(dim));
+        }
+    };
+    if (n_rows * dim < 16384) body(0, static_cast<size_t>(n_rows));
+    else pool_.parallel_for(static_cast<size_t>(n_rows), body);
+}
+
+void CpuBackend::rope(Buffer& x, int64_t n_heads, int64_t head_dim, const Batch& batch, const RopeParams& rope,
+                      const Weight* freq_factors) {
+    const int64_t n_tokens = batch.n_tokens();
     require_size(x, n_tokens * n_heads * head_dim, "rope", "x");
-    if (rope.n_rot <= 0 || rope.n_rot > head_dim || rope.n_rot % 2 != 0)
+    if (rope.n_rot == 0) return;  // no rotation
+    if (rope.n_rot < 0 || rope.n_rot > head_dim || rope.n_rot % 2 != 0)
         fail(INLAY_ERR_INTERNAL, "rope: n_rot {} invalid for head_dim {}", rope.n_rot, head_dim);
     const int64_t half = rope.n_rot / 2;
+    if (freq_factors && (freq_factors->type != DType::F32 || freq_factors->n_cols * freq_factors->n_rows != half))
+        fail(INLAY_ERR_INTERNAL, "rope: {} frequency factors for {} rotated pairs",
+             freq_factors->n_cols * freq_factors->n_rows, half);
+    const float* factors = freq_factors ? reinterpret_cast<const float*>(freq_factors->data) : nullptr;
     const float theta_scale = std::pow(rope.freq_base, -2.0f / static_cast<float>(rope.n_rot));
     pool_.parallel_for(static_cast<size_t>(n_tokens), [&](size_t b, size_t e) {
         std::vector<float> cos_t(static_cast<size_t>(half)), sin_t(static_cast<size_t>(half));
         for (size_t t = b; t < e; ++t) {
             // Angles in float by repeated multiplication, as ggml computes them, so that
             // rotated q/k round to f16 in the KV cache exactly as llama.cpp's do.
-            float theta = static_cast<float>(layout.positions[t]);
+            float theta = static_cast<float>(batch.positions[t]);
             for (int64_t i = 0; i < half; ++i) {
-                const float ff = rope.freq_factors ? rope.freq_factors[i] : 1.0f;
+                const float ff = factors ? factors[i] : 1.0f;
                 const float angle = rope.freq_scale * (theta / ff);
                 cos_t[static_cast<size_t>(i)] = std::cos(angle);
                 sin_t[static_cast<size_t>(i)] = std::sin(angle);
@@ -157,12 +188,13 @@ void CpuBackend::add(Buffer& x, const Buffer& y, int64_t n) {
     for (int64_t i = 0; i < n; ++i) a[i] += b[i];
 }
 
-void CpuBackend::gather_rows(const Buffer& x, std::span<const int32_t> rows, int64_t row_length, Buffer& out) {
-    require_size(out, static_cast<int64_t>(rows.size()) * row_length, "gather_rows", "out");
+void CpuBackend::gather_logit_rows(const Buffer& x, const Batch& batch, int64_t row_length, Buffer& out) {
+    const std::vector<int32_t>& rows = batch.logit_rows;
+    require_size(out, static_cast<int64_t>(rows.size()) * row_length, "gather_logit_rows", "out");
     const auto len = static_cast<size_t>(row_length);
     for (size_t i = 0; i < rows.size(); ++i) {
         if (rows[i] < 0 || (static_cast<size_t>(rows[i]) + 1) * len > x.size())
-            fail(INLAY_ERR_INTERNAL, "gather_rows: row {} outside the buffer", rows[i]);
+            fail(INLAY_ERR_INTERNAL, "gather_logit_rows: row {} outside the buffer", rows[i]);
         std::memcpy(out.ptr() + i * len, x.ptr() + static_cast<size_t>(rows[i]) * len, len * sizeof(float));
     }
 }

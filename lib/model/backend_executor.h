@@ -1,0 +1,55 @@
+// BackendExecutor<B>: the Executor over Decoder<B> for any backend. Written once; each
+// backend library instantiates it in one .cpp (cpu_executor.cpp for the CPU) that
+// includes backend_executor_impl.h, and make_executor (make_executor.h) picks one.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "model/decoder.h"
+#include "model/executor.h"
+
+namespace inlay {
+
+template <Backend B>
+class BackendExecutor final : public Executor {
+public:
+    // Largest number of tokens run through the decoder at once by eval(); longer prompts
+    // are split.
+    static constexpr int64_t kMaxBatch = 512;
+    // Token slots per block of an eval() sequence's private cache.
+    static constexpr int64_t kBlockSize = 16;
+
+    BackendExecutor(std::unique_ptr<B> backend, const DecoderSpec& spec, const WeightSource& source);
+
+    [[nodiscard]] const DecoderSpec& spec() const override { return decoder_->spec(); }
+    [[nodiscard]] BackendContract contract() const override { return backend_->contract(); }
+    [[nodiscard]] DeviceMemory memory_info() const override { return backend_->memory_info(); }
+    [[nodiscard]] std::unique_ptr<SequenceState> new_sequence(int64_t max_tokens) const override;
+    void eval(SequenceState& seq, std::span<const int32_t> tokens, std::span<const int32_t> logit_rows, float* logits,
+              const std::function<bool()>& cancelled) const override;
+
+    [[nodiscard]] const std::string& kv_device() const override { return device_; }
+    [[nodiscard]] KvGeometry kv_geometry(int64_t block_size, DType dtype) const override {
+        return decoder_->kv_geometry(block_size, dtype);
+    }
+    [[nodiscard]] size_t kv_block_bytes(const KvGeometry& geometry) const override {
+        return kv_canonical_block_bytes(geometry);
+    }
+    [[nodiscard]] std::shared_ptr<KvStore> new_kv_store(const KvGeometry& geometry, int64_t n_blocks) const override;
+    [[nodiscard]] std::unique_ptr<StepWorkspace> new_workspace(int64_t max_tokens, int64_t max_logit_rows) const override;
+    void step(KvStore& kv, StepWorkspace& ws, const BatchDesc& batch, float* logits) const override;
+    void copy_block(KvStore& kv, int32_t src, int32_t dst) const override;
+    void read_block(const KvStore& kv, int32_t block, std::span<std::byte> out) const override;
+    void write_block(KvStore& kv, int32_t block, std::span<const std::byte> in) const override;
+
+    [[nodiscard]] B& backend() const { return *backend_; }
+    [[nodiscard]] const Decoder<B>& decoder() const { return *decoder_; }
+
+private:
+    std::unique_ptr<B> backend_;
+    std::unique_ptr<Decoder<B>> decoder_;
+    std::string device_;
+};
+
+}  // namespace inlay

@@ -1,0 +1,39 @@
+// Device choice: which backend runs a model. `automatic` takes a usable GPU when the
+// build has a GPU backend and one is present, else the CPU, and logs which it took.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "io/weight_source.h"
+#include "model/decoder_spec.h"
+#include "model/executor.h"
+
+namespace inlay {
+
+enum class DeviceKind { automatic, cpu, cuda };
+
+struct DeviceRequest {
+    DeviceKind kind = DeviceKind::automatic;
+    int index = 0;      // which GPU (cuda)
+    int n_threads = 0;  // CPU threads (the CPU backend; a GPU backend's host work); 0: all cores
+};
+
+// "auto", "cpu", "cuda" or "cuda:N"; INLAY_ERR_INVALID_ARGUMENT otherwise.
+DeviceRequest parse_device(std::string_view text);
+// "auto", "cpu", "cuda:N".
+std::string device_request_name(const DeviceRequest& request);
+
+// Whether this build has the CUDA backend (the toolkit was found at build time).
+bool cuda_backend_built();
+
+// The executor for `request`: INLAY_ERR_UNSUPPORTED when the device kind is not built
+// into this library or no such device is usable (the message says which and why).
+std::unique_ptr<Executor> make_executor(const DeviceRequest& request, const DecoderSpec& spec,
+                                        const WeightSource& source);
+
+// The CPU backend's executor (cpu_executor.cpp).
+std::unique_ptr<Executor> make_cpu_executor(int n_threads, const DecoderSpec& spec, const WeightSource& source);
+
+}  // namespace inlay

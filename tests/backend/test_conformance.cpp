@@ -1,0 +1,351 @@
+// The backend conformance suite: every op of the Backend concept against a float64
+// computation written out here, for every backend of the build (INLAY_TEST_BACKENDS).
+// Inputs go in through write() and results come out through read(), as a device
+// backend needs. Tolerances are stated per op and type with their reasons.
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include "backend_test_util.h"
+#include "core/half.h"
+#include "quant/vec_dot.h"
+
+using namespace inlay;
+using namespace inlay::test;
+
+namespace {
+
+double rms_scale(const float* x, int64_t dim, double eps) {
+    double ss = 0;
+    for (int64_t i = 0; i < dim; ++i) ss += static_cast<double>(x[i]) * x[i];
+    return 1.0 / std::sqrt(ss / static_cast<double>(dim) + eps);
+}
+
+// The bound on |W x - ref| from rounding x to the weight's partner format (as llama.cpp
+// does): per element half a quantization step of its block (Q8: amax/127/2) or 2^-9
+// relative for f16/bf16 halves, times |w|, plus float accumulation.
+double matmul_bound(DType weight, const float* x, const double* w_row, int64_t n_in, double* ref) {
+    const DType act = quant::vec_dot_type(weight);
+    const int64_t block = act == DType::Q8_K ? 256 : 32;
+    double bound = 0, mag = 0;
+    *ref = 0;
+    for (int64_t i0 = 0; i0 < n_in; i0 += block) {
+        double amax = 0;
+        for (int64_t i = i0; i < i0 + block; ++i) amax = std::max(amax, std::fabs(static_cast<double>(x[i])));
+        for (int64_t i = i0; i < i0 + block; ++i) {
+            const double wv = w_row[i];
+            *ref += wv * x[i];
+            mag += std::fabs(wv * x[i]);
+            if (act == DType::Q8_0 || act == DType::Q8_K || act == DType::Q8_1) bound += std::fabs(wv) * amax / 127.0 * 0.5;
+            else if (act == DType::F16) bound += std::fabs(wv * x[i]) * std::ldexp(1.0, -11);
+            else if (act == DType::BF16) bound += std::fabs(wv * x[i]) * std::ldexp(1.0, -8);
+        }
+    }
+    return bound + mag * 1e-6 + 1e-6;
+}
+
+constexpr DType kMatmulTypes[] = {DType::F32,  DType::F16,  DType::BF16, DType::Q8_0, DType::Q4_0,
+                                  DType::Q4_K, DType::Q5_K, DType::Q6_K, DType::Q1_0};
+
+}  // namespace
+
+TEMPLATE_TEST_CASE("write and read move floats in and out of buffers", "[backend]", INLAY_TEST_BACKENDS) {
+    auto b = BackendFactory<TestType>::make();
+    const auto v = random_floats(1000, 1);
+    auto buf = b->alloc(1000);
+    b->write(buf, 0, v.data(), 600);
+    b->write(buf, 600, v.data() + 600, 400);
+    b->synchronize();
+    REQUIRE(download(*b, buf, 1000) == v);
+    std::vector<float> part(10);
+    b->read(buf, 990, 10, part.data());
+    REQUIRE(std::equal(part.begin(), part.end(), v.begin() + 990));
+    REQUIRE(status_of([&] { b->write(buf, 995, v.data(), 10); }) == INLAY_ERR_INTERNAL);
+    REQUIRE(status_of([&] { b->read(buf, -1, 2, part.data()); }) == INLAY_ERR_INTERNAL);
+    const DeviceMemory m = b->memory_info();
+    REQUIRE(m.total_bytes > 0);
+    REQUIRE(m.free_bytes <= m.total_bytes);
+}
+
+TEMPLATE_TEST_CASE("rms_norm and add_rms_norm match float64", "[backend]", INLAY_TEST_BACKENDS) {
+    auto b = BackendFactory<TestType>::make();
+    for (const int64_t rows : {int64_t{1}, int64_t{5}, int64_t{70}}) {
+        const int64_t dim = 300;
+        const auto x = random_floats(static_cast<size_t>(rows * dim), 1, 3.0f);
+        const auto y = random_floats(static_cast<size_t>(rows * dim), 3, 2.0f);
+        auto wt = make_tensor(DType::F32, dim, 1, 2);
+        auto w = b->upload_vector(wt.view);
+        auto xb = upload(*b, x), yb = upload(*b, y);
+        auto out = b->alloc(rows * dim);
+        b->rms_norm(xb, w, 1e-5f, rows, dim, out);
+        const auto normed = download(*b, out, rows * dim);
+        b->add_rms_norm(xb, yb, w, 1e-5f, rows, dim, out);
+        const auto sum = download(*b, xb, rows * dim), fused = download(*b, out, rows * dim);
+        for (int64_t r = 0; r < rows; ++r) {
+            std::vector<float> xy(static_cast<size_t>(dim));
+            for (int64_t i = 0; i < dim; ++i) xy[static_cast<size_t>(i)] = x[static_cast<size_t>(r * dim + i)] + y[static_cast<size_t>(r * dim + i)];
+            const double s1 = rms_scale(x.data() + r * dim, dim, 1e-5), s2 = rms_scale(xy.data(), dim, 1e-5);
+            for (int64_t i = 0; i < dim; ++i) {
+                const auto k = static_cast<size_t>(r * dim + i);
+                const double ref1 = x[k] * s1 * wt.dequantized[static_cast<size_t>(i)];
+                const double ref2 = xy[static_cast<size_t>(i)] * s2 * wt.dequantized[static_cast<size_t>(i)];
+                // float arithmetic over 300 elements: a few ulp of the result
+                REQUIRE(std::fabs(normed[k] - ref1) <= 1e-5 * (1 + std::fabs(ref1)));
+                REQUIRE(sum[k] == xy[static_cast<size_t>(i)]);  // one float add, exactly
+                REQUIRE(std::fabs(fused[k] - ref2) <= 1e-5 * (1 + std::fabs(ref2)));
+            }
+        }
+        // out may be y (the decoder's use): the same result.
+        auto x2 = upload(*b, x), y2 = upload(*b, y);
+        b->add_rms_norm(x2, y2, w, 1e-5f, rows, dim, y2);
+        REQUIRE(download(*b, y2, rows * dim) == fused);
+    }
+}
+
+TEMPLATE_TEST_CASE("embed returns the dequantized rows of every table type", "[backend]", INLAY_TEST_BACKENDS) {
+    auto b = BackendFactory<TestType>::make();
+    auto kv = b->alloc_kv(KvGeometry{1, 1, 8, 4, DType::F16}, 1);
+    for (DType type : kMatmulTypes) {
+        INFO("type " << dtype_name(type));
+        auto table = make_tensor(type, 256, 10, 4);
+        auto w = b->upload_matrix(table.view);
+        BatchBuilder bb;
+        const int32_t s = bb.add_sequence(std::vector<int32_t>{0}, 4);
+        for (const int32_t id : {3, 0, 9, 3}) bb.add_token(id, static_cast<int32_t>(bb.n_tokens()), s);
+        auto batch = prepare(*b, bb, kv);
+        auto out = b->alloc(4 * 256);
+        b->embed(w, batch, out);
+        const auto got = download(*b, out, 4 * 256);
+        const int32_t ids[] = {3, 0, 9, 3};
+        for (size_t t = 0; t < 4; ++t)
+            for (size_t i = 0; i < 256; ++i)  // dequantization is exact in f32
+                REQUIRE(static_cast<double>(got[t * 256 + i]) == table.dequantized[static_cast<size_t>(ids[t]) * 256 + i]);
+    }
+}
+
+TEMPLATE_TEST_CASE("matmul and matmul_swiglu match float64 for every weight type", "[backend]", INLAY_TEST_BACKENDS) {
+    auto b = BackendFactory<TestType>::make();
+    const int64_t n_in = 512, n_out = 37;
+    const ScratchShape shape{8, n_in, n_out, 1, 1};
+    auto scratch = b->alloc_scratch(shape);
+    for (const int64_t n_tok : {int64_t{1}, int64_t{3}, int64_t{8}}) {
+        const auto x = random_floats(static_cast<size_t>(n_in * n_tok), 5);
+        for (DType type : kMatmulTypes) {
+            INFO("type " << dtype_name(type) << ", " << n_tok << " tokens");
+            auto gt = make_tensor(type, n_in, n_out, 6), ut = make_tensor(type, n_in, n_out, 7);
+            auto g = b->upload_matrix(gt.view), u = b->upload_matrix(ut.view);
+            auto xb = upload(*b, x);
+            auto y = b->alloc(n_tok * n_out), z = b->alloc(n_tok * n_out);
+            b->matmul(g, xb, n_tok, y, scratch);
+            b->matmul_swiglu(g, u, xb, n_tok, z, scratch);
+            const auto got = download(*b, y, n_tok * n_out), fused = download(*b, z, n_tok * n_out);
+            for (int64_t tk = 0; tk < n_tok; ++tk)
+                for (int64_t r = 0; r < n_out; ++r) {
+                    double rg = 0, ru = 0;
+                    const double bg = matmul_bound(type, x.data() + tk * n_in, gt.dequantized.data() + r * n_in, n_in, &rg);
+                    const double bu = matmul_bound(type, x.data() + tk * n_in, ut.dequantized.data() + r * n_in, n_in, &ru);
+                    const auto k = static_cast<size_t>(tk * n_out + r);
+                    REQUIRE(std::fabs(got[k] - rg) <= bg);
+                    // silu(g) * u: the bound of each product carried through (|silu'| <= 1.1).
+                    const double silu = rg / (1 + std::exp(-rg));
+                    const double ref = silu * ru;
+                    const double bound = 1.1 * bg * (std::fabs(ru) + bu) + std::fabs(silu) * bu + 1e-6 * (1 + std::fabs(ref));
+                    REQUIRE(std::fabs(fused[k] - ref) <= bound);
+                }
+        }
+    }
+}
+
+TEMPLATE_TEST_CASE("rope_kv_append: q/k norm, RoPE (normal, neox, factors) and the K/V it appends", "[backend]",
+                   INLAY_TEST_BACKENDS) {
+    auto b = BackendFactory<TestType>::make();
+    const int64_t n_heads = 4, n_kv = 2, hd = 16, n_tok = 4;
+    const std::vector<int32_t> positions{0, 1, 7, 300};
+    const std::vector<float> factors{1.0f, 1.0f, 2.0f, 8.0f, 1.0f, 4.0f, 3.0f, 0.5f};  // n_rot/2 for n_rot 16
+    const KvGeometry g{2, n_kv, hd, 4, DType::F32};
+    std::vector<int32_t> table(76);  // 301 positions in blocks of 4, the token blocks spread out
+    std::iota(table.begin(), table.end(), 0);
+    auto kv = b->alloc_kv(g, 76);
+    BatchBuilder bb;
+    const int32_t s = bb.add_sequence(table, 301);
+    for (size_t t = 0; t < positions.size(); ++t) bb.add_token(7, positions[t], s);
+    auto batch = prepare(*b, bb, kv);
+    auto qn = vector_tensor(random_floats(hd, 40, 1.0f)), kn = vector_tensor(random_floats(hd, 41, 1.0f));
+    auto freq = vector_tensor(factors);
+    auto qnw = b->upload_vector(qn.view), knw = b->upload_vector(kn.view), fw = b->upload_vector(freq.view);
+    for (RopeStyle style : {RopeStyle::normal, RopeStyle::neox})
+        for (int64_t n_rot : {int64_t{16}, int64_t{12}})
+            for (bool use_factors : {false, true})
+                for (bool qk_norm : {false, true}) {
+                    if (use_factors && n_rot != 16) continue;
+                    INFO("style " << static_cast<int>(style) << " n_rot " << n_rot << " factors " << use_factors
+                                  << " qk_norm " << qk_norm);
+                    const auto q = random_floats(static_cast<size_t>(n_tok * n_heads * hd), 7, 2.0f);
+                    const auto k = random_floats(static_cast<size_t>(n_tok * n_kv * hd), 8, 2.0f);
+                    const auto v = random_floats(static_cast<size_t>(n_tok * n_kv * hd), 9);
+                    auto qb = upload(*b, q), kb = upload(*b, k), vb = upload(*b, v);
+                    const RopeParams rp{style, n_rot, 10000.0f, 0.5f};
+                    b->rope_kv_append(qb, kb, vb, qk_norm ? &qnw : nullptr, qk_norm ? &knw : nullptr, 1e-6f, rp,
+                                      use_factors ? &fw : nullptr, kv, 1, n_heads, batch);
+                    const auto qgot = download(*b, qb, n_tok * n_heads * hd);
+                    // The reference for one head vector (norm, then rotation).
+                    auto expect = [&](const float* x, const std::vector<double>& nw, int64_t pos) {
+                        std::vector<double> r(x, x + hd);
+                        if (qk_norm) {
+                            const double sc = rms_scale(x, hd, 1e-6);
+                            for (int64_t i = 0; i < hd; ++i) r[static_cast<size_t>(i)] *= sc * nw[static_cast<size_t>(i)];
+                        }
+                        const std::vector<double> in = r;
+                        for (int64_t i = 0; i < n_rot / 2; ++i) {
+                            double theta = pos * 0.5 * std::pow(10000.0, -2.0 * i / n_rot);
+                            if (use_factors) theta /= factors[static_cast<size_t>(i)];
+                            const int64_t a = style == RopeStyle::normal ? 2 * i : i;
+                            const int64_t c = style == RopeStyle::normal ? 2 * i + 1 : i + n_rot / 2;
+                            r[static_cast<size_t>(a)] = in[static_cast<size_t>(a)] * std::cos(theta) - in[static_cast<size_t>(c)] * std::sin(theta);
+                            r[static_cast<size_t>(c)] = in[static_cast<size_t>(a)] * std::sin(theta) + in[static_cast<size_t>(c)] * std::cos(theta);
+                        }
+                        return r;
+                    };
+                    // Angles in float as ggml computes them (theta by repeated products):
+                    // at position 300 their error reaches ~1e-5 rad, so 3e-5 of |x| ~ 8.
+                    const double tol = 3e-5 * 8;
+                    for (int64_t t = 0; t < n_tok; ++t) {
+                        for (int64_t h = 0; h < n_heads; ++h) {
+                            const auto base = static_cast<size_t>((t * n_heads + h) * hd);
+                            const auto want = expect(q.data() + base, qn.dequantized, positions[static_cast<size_t>(t)]);
+                            for (int64_t i = 0; i < hd; ++i)
+                                REQUIRE(std::fabs(qgot[base + static_cast<size_t>(i)] - want[static_cast<size_t>(i)]) <= tol);
+                        }
+                        // K and V at the token's slot, through the canonical image of its block.
+                        const int64_t pos = positions[static_cast<size_t>(t)];
+                        std::vector<std::byte> image(kv_canonical_block_bytes(g));
+                        b->kv_read_block(kv, table[static_cast<size_t>(pos / 4)], image);
+                        const auto* f = reinterpret_cast<const float*>(image.data());
+                        for (int64_t h = 0; h < n_kv; ++h) {
+                            const auto base = static_cast<size_t>((t * n_kv + h) * hd);
+                            const auto want = expect(k.data() + base, kn.dequantized, pos);
+                            for (int64_t i = 0; i < hd; ++i) {
+                                const size_t kidx = static_cast<size_t>((((1 * 2 + 0) * n_kv + h) * 4 + pos % 4) * hd + i);
+                                const size_t vidx = static_cast<size_t>((((1 * 2 + 1) * n_kv + h) * 4 + pos % 4) * hd + i);
+                                REQUIRE(std::fabs(f[kidx] - want[static_cast<size_t>(i)]) <= tol);
+                                REQUIRE(f[vidx] == v[base + static_cast<size_t>(i)]);  // f32 cache: stored exactly
+                            }
+                        }
+                    }
+                }
+}
+
+TEMPLATE_TEST_CASE("paged causal GQA attention matches float64 softmax attention", "[backend]", INLAY_TEST_BACKENDS) {
+    auto b = BackendFactory<TestType>::make();
+    for (DType kv_type : {DType::F32, DType::F16}) {
+        INFO("kv " << dtype_name(kv_type));
+        const KvGeometry g{2, 2, 16, 4, kv_type};  // 2 layers, 2 KV heads, head_dim 16, 4 slots per block
+        const int64_t n_heads = 6, layer = 1;
+        const float scale = 0.3f;  // not 1/sqrt(head_dim): the parameter is what counts
+        // Two sequences in one ragged batch; blocks deliberately out of order.
+        BatchBuilder bb;
+        const int32_t s0 = bb.add_sequence(std::vector<int32_t>{5, 2, 7}, 10);
+        const int32_t s1 = bb.add_sequence(std::vector<int32_t>{0, 3}, 6);
+        for (int p = 0; p < 10; ++p) bb.add_token(1, p, s0);
+        for (int p = 0; p < 6; ++p) bb.add_token(1, p, s1);
+        const int64_t n_tok = 16;
+        auto kv = b->alloc_kv(g, 8);
+        auto batch = prepare(*b, bb, kv);
+        const auto k = random_floats(static_cast<size_t>(n_tok * g.n_kv_heads * g.head_dim), 8);
+        const auto v = random_floats(static_cast<size_t>(n_tok * g.n_kv_heads * g.head_dim), 9);
+        const auto q = random_floats(static_cast<size_t>(n_tok * n_heads * g.head_dim), 10);
+        auto kb = upload(*b, k), vb = upload(*b, v), qb = upload(*b, q), qk = upload(*b, q);
+        b->rope_kv_append(qk, kb, vb, nullptr, nullptr, 1e-6f, RopeParams{RopeStyle::normal, 0}, nullptr, kv, layer,
+                          n_heads, batch);  // n_rot 0: K/V stored as given
+        auto scratch = b->alloc_scratch(ScratchShape{n_tok, 16, 0, n_heads, g.head_dim});
+        auto out = b->alloc(n_tok * n_heads * g.head_dim);
+        b->attention(qb, kv, layer, batch, n_heads, scale, out, scratch);
+        const auto got = download(*b, out, n_tok * n_heads * g.head_dim);
+        auto stored = [&](float f) {
+            return kv_type == DType::F16 ? static_cast<double>(f16_to_f32_portable(f32_to_f16_portable(f))) : static_cast<double>(f);
+        };
+        for (int64_t t = 0; t < n_tok; ++t) {
+            const int64_t first = t < 10 ? 0 : 10;  // batch index of the sequence's position 0
+            const int64_t pos = t - first;
+            for (int64_t h = 0; h < n_heads; ++h) {
+                const int64_t kvh = h / (n_heads / g.n_kv_heads);
+                const float* qv = q.data() + (t * n_heads + h) * g.head_dim;
+                std::vector<double> sc;
+                for (int64_t p = 0; p <= pos; ++p) {
+                    double d = 0;
+                    for (int64_t i = 0; i < g.head_dim; ++i)
+                        d += qv[i] * stored(k[static_cast<size_t>(((first + p) * g.n_kv_heads + kvh) * g.head_dim + i)]);
+                    sc.push_back(d * scale);
+                }
+                double m = -1e300;
+                for (const double e : sc) m = std::max(m, e);
+                double z = 0;
+                for (auto& e : sc) z += (e = std::exp(e - m));
+                for (int64_t i = 0; i < g.head_dim; ++i) {
+                    double ref = 0;
+                    for (size_t p = 0; p < sc.size(); ++p)
+                        ref += sc[p] / z * stored(v[static_cast<size_t>(((first + static_cast<int64_t>(p)) * g.n_kv_heads + kvh) * g.head_dim + i)]);
+                    // f16 caches accumulate V in f16 like llama.cpp (one rounding of 2^-11
+                    // relative per position, at most 10 here, on |v| < 5); f32 is exact math.
+                    const double tol = kv_type == DType::F16 ? 10 * 5 * std::ldexp(1.0, -11) : 2e-6;
+                    REQUIRE(std::fabs(got[static_cast<size_t>((t * n_heads + h) * g.head_dim + i)] - ref) <= tol);
+                }
+            }
+        }
+    }
+}
+
+TEMPLATE_TEST_CASE("gather_logit_rows and add", "[backend]", INLAY_TEST_BACKENDS) {
+    auto b = BackendFactory<TestType>::make();
+    const auto u = random_floats(500, 12), w = random_floats(500, 13);
+    auto ub = upload(*b, u), wb = upload(*b, w);
+    b->add(ub, wb, 500);
+    const auto sum = download(*b, ub, 500);
+    for (size_t i = 0; i < 500; ++i) REQUIRE(sum[i] == u[i] + w[i]);
+    auto kv = b->alloc_kv(KvGeometry{1, 1, 8, 4, DType::F16}, 2);
+    BatchBuilder bb;
+    const int32_t s = bb.add_sequence(std::vector<int32_t>{1, 0}, 5);
+    for (int p = 0; p < 5; ++p) bb.add_token(2, p, s, p == 0 || p == 3);
+    auto batch = prepare(*b, bb, kv);
+    auto out = b->alloc(2 * 100);
+    b->gather_logit_rows(ub, batch, 100, out);
+    const auto got = download(*b, out, 200);
+    for (size_t i = 0; i < 100; ++i) {
+        REQUIRE(got[i] == sum[i]);
+        REQUIRE(got[100 + i] == sum[300 + i]);
+    }
+}
+
+TEMPLATE_TEST_CASE("prepare_batch validates the batch once", "[backend]", INLAY_TEST_BACKENDS) {
+    auto b = BackendFactory<TestType>::make();
+    auto kv = b->alloc_kv(KvGeometry{1, 1, 8, 4, DType::F16}, 3);
+    typename TestType::Batch batch;
+    auto try_batch = [&](const BatchBuilder& bb, int64_t n_vocab = 100) {
+        return status_of([&] {
+            b->prepare_batch(bb.desc(), BatchLimits{n_vocab, 4, kv.n_blocks(), 16, 16}, batch);
+        });
+    };
+    BatchBuilder ok;
+    ok.add_tokens(ok.add_sequence(std::vector<int32_t>{2, 0}, 6), std::vector<int32_t>{1, 2, 3}, 3, 1);
+    REQUIRE(try_batch(ok) == INLAY_OK);
+    REQUIRE(try_batch(ok, 3) == INLAY_ERR_INVALID_TOKEN);  // token 3 outside a vocabulary of 3
+    BatchBuilder bad_block;
+    bad_block.add_tokens(bad_block.add_sequence(std::vector<int32_t>{3}, 1), std::vector<int32_t>{1}, 0);
+    REQUIRE(try_batch(bad_block) == INLAY_ERR_INTERNAL);  // block 3 of 3
+    BatchBuilder short_table;
+    short_table.add_tokens(short_table.add_sequence(std::vector<int32_t>{0}, 5), std::vector<int32_t>{1}, 4);
+    REQUIRE(try_batch(short_table) == INLAY_ERR_INTERNAL);  // 5 tokens need 2 blocks of 4
+    BatchBuilder past_end;
+    past_end.add_tokens(past_end.add_sequence(std::vector<int32_t>{0}, 2), std::vector<int32_t>{1}, 2);
+    REQUIRE(try_batch(past_end) == INLAY_ERR_INTERNAL);  // position 2 of a 2-token sequence
+    BatchBuilder too_many;
+    too_many.add_tokens(too_many.add_sequence(std::vector<int32_t>{0, 1, 2}, 12), std::vector<int32_t>(17, 1), 0);
+    REQUIRE(status_of([&] {
+                b->prepare_batch(too_many.desc(), BatchLimits{100, 4, 3, 16, 16}, batch);
+            }) == INLAY_ERR_INTERNAL);  // 17 tokens for a workspace of 16
+    // A batch prepared for another block size is refused by the ops.
+    b->prepare_batch(ok.desc(), BatchLimits{100, 8, 3, 16, 16}, batch);
+    auto scratch = b->alloc_scratch(ScratchShape{16, 8, 0, 1, 8});
+    auto q = b->alloc(16 * 8), out = b->alloc(16 * 8);
+    REQUIRE(status_of([&] { b->attention(q, kv, 0, batch, 1, 1.0f, out, scratch); }) == INLAY_ERR_INTERNAL);
+}
