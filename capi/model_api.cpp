@@ -39,6 +39,15 @@ INLAY_API inlay_status inlay_model_load(const char* path, const inlay_model_para
                     "kv_block_size must be in [0, 4096]");
         require_arg(p.batch_tokens >= 0 && p.batch_tokens <= 65536, "inlay_model_load",
                     "batch_tokens must be in [0, 65536]");
+        require_arg(p.device >= INLAY_DEVICE_AUTO && p.device <= INLAY_DEVICE_CUDA, "inlay_model_load",
+                    "device must be INLAY_DEVICE_AUTO, INLAY_DEVICE_CPU or INLAY_DEVICE_CUDA");
+        require_arg(p.device_index >= 0 && p.device_index < 1024, "inlay_model_load", "device_index must be in [0, 1024)");
+        require_arg(p.kv_memory_fraction >= 0.0 && p.kv_memory_fraction <= 1.0, "inlay_model_load",
+                    "kv_memory_fraction must be in [0, 1]");
+        options.device = p.device == INLAY_DEVICE_CPU    ? inlay::DeviceKind::cpu
+                         : p.device == INLAY_DEVICE_CUDA ? inlay::DeviceKind::cuda
+                                                         : inlay::DeviceKind::automatic;
+        options.device_index = p.device_index;
         auto handle = std::make_unique<inlay_model>();
         handle->model = inlay::Model::load(path, options);
         handle->engine = inlay::capi::make_engine(handle->model, p);
@@ -72,6 +81,7 @@ INLAY_API inlay_status inlay_model_get_info(const inlay_model* model, inlay_mode
         out.train_context_length = static_cast<int32_t>(s.context_length);
         out.bos_token = m.tokenizer().bos();
         out.eos_token = m.tokenizer().eos();
+        out.device = m.device().c_str();
         // Older callers may pass a shorter struct: copy only what they have room for.
         std::memcpy(info, &out, std::min(info->struct_size, sizeof(out)));
     });

@@ -26,6 +26,9 @@ std::shared_ptr<Engine> make_engine(std::shared_ptr<const Model> model, const in
         if (p.kv_budget_bytes > 0) {
             o.budget_blocks = 0;
             o.budget_bytes = p.kv_budget_bytes;
+        } else if (p.kv_memory_fraction > 0.0) {
+            o.budget_blocks = 0;
+            o.budget_bytes = kv_pool_options_from_memory(*model, p.kv_memory_fraction).budget_bytes;
         }
         pool = make_kv_pool(model->executor(), o);
     }

@@ -125,6 +125,16 @@ typedef struct inlay_model inlay_model;
 /* Load progress in [0, 1]. Return false to abort the load (INLAY_ERR_CANCELLED). */
 typedef bool (*inlay_progress_fn)(float progress, void* user);
 
+/* Devices a model can run on. AUTO takes a usable GPU when this build has a GPU backend
+ * and one is present, else the CPU, and logs which it took (INLAY_LOG_INFO). CUDA fails
+ * with INLAY_ERR_UNSUPPORTED when the library was built without its CUDA backend or no
+ * usable device has that index; the message says which. */
+typedef enum inlay_device {
+    INLAY_DEVICE_AUTO = 0,
+    INLAY_DEVICE_CPU = 1,
+    INLAY_DEVICE_CUDA = 2
+} inlay_device;
+
 typedef struct inlay_model_params {
     size_t struct_size;          /* sizeof(inlay_model_params), set by init */
     int32_t n_threads;           /* CPU threads for compute; 0 = number of cores */
@@ -136,6 +146,13 @@ typedef struct inlay_model_params {
     int64_t kv_budget_bytes;     /* own budget; 0 = 4 sessions of context_length tokens (>= 64 blocks) */
     int32_t kv_block_size;       /* tokens per KV block of an own budget; 0 = 16 */
     int32_t batch_tokens;        /* tokens per forward pass (decode + prompt chunks); 0 = 512 */
+    /* Where the model runs (fields added after the first release: a caller compiled
+     * without them passes a smaller struct_size and gets the defaults) */
+    int32_t device;              /* an inlay_device; 0 = INLAY_DEVICE_AUTO */
+    int32_t device_index;        /* which GPU for INLAY_DEVICE_CUDA (0-based) */
+    double kv_memory_fraction;   /* own KV budget as this share of the device's free memory after the
+                                    weights are loaded, in (0, 1]; 0 = default (the budget above on the
+                                    CPU, 0.9 on a GPU). kv_budget_bytes, when set, takes precedence. */
 } inlay_model_params;
 
 INLAY_API void inlay_model_params_init(inlay_model_params* params);
@@ -163,6 +180,7 @@ typedef struct inlay_model_info {
     int32_t train_context_length;/* from the file */
     int32_t bos_token;           /* -1 if none */
     int32_t eos_token;           /* -1 if none */
+    const char* device;          /* where the model runs: "cpu", "cuda:0", ...; owned by the model */
 } inlay_model_info;
 
 /* Fills *info. info->struct_size must be set by the caller. */

@@ -89,6 +89,10 @@ struct ModelOptions {
     int64_t kv_budget_bytes = 0;  // 0 = default
     int32_t kv_block_size = 0;    // 0 = 16
     int32_t batch_tokens = 0;     // 0 = 512
+    // Where the model runs (inlay_model_params.device / device_index / kv_memory_fraction).
+    inlay_device device = INLAY_DEVICE_AUTO;
+    int32_t device_index = 0;
+    double kv_memory_fraction = 0.0;  // 0 = default
 };
 
 // A KV budget shared by the models loaded with it (inlay_kv_pool). Movable, not
@@ -161,6 +165,9 @@ public:
         mp.kv_budget_bytes = options.kv_budget_bytes;
         mp.kv_block_size = options.kv_block_size;
         mp.batch_tokens = options.batch_tokens;
+        mp.device = static_cast<int32_t>(options.device);
+        mp.device_index = options.device_index;
+        mp.kv_memory_fraction = options.kv_memory_fraction;
         if (options.progress) {
             mp.progress = [](float p, void* user) -> bool {
                 auto* c = static_cast<Ctx*>(user);

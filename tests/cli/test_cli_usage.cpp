@@ -1,6 +1,7 @@
 // The `inlay` tool's stable interface: --version, help, and the exit codes and one-line
 // messages for command-line mistakes (2) and library errors (1).
 #include <algorithm>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -73,6 +74,11 @@ TEST_CASE("inlay: command-line mistakes exit with 2 and one line on stderr", "[c
         {{"inspect"}, "-m"},
         {{"bench", "-m", model, "-r", "0"}, "--repetitions"},
         {{"bench", "-m", model, "-p", "many"}, "--n-prompt"},
+        {{"generate", "-m", model, "-p", "x", "--device", "gpu"}, "--device"},
+        {{"generate", "-m", model, "-p", "x", "--device", "cuda:x"}, "--device"},
+        {{"bench", "-m", model, "--device", "cuda:"}, "--device"},
+        {{"chat", "-m", model, "--device", "CPU"}, "--device"},
+        {{"bench", "-m", model, "--concurrency", "2", "--device", "tpu"}, "--device"},
     };
     for (const Case& c : cases) {
         INFO("inlay " << Catch::Detail::stringify(c.args));
@@ -103,4 +109,17 @@ TEST_CASE("inlay: a missing model file exits with 1 and INLAY_ERR_IO", "[cli]") 
         CHECK(r.err.find("model.gguf") != std::string::npos);
         CHECK(line_count(r.err) == 1);
     }
+}
+
+TEST_CASE("inlay --device: the CPU on request, CUDA refused where no CUDA device serves", "[cli]") {
+    const std::string model = (inlay::test::source_dir() / "models" / "default-q8_0.gguf").string();
+    const auto cpu = run_process(inlay_tool(), {"generate", "-m", model, "-p", "You", "-n", "3", "--device", "cpu", "--json"});
+    CHECK(cpu.exit_code == 0);
+    CHECK(cpu.out.find("\"tokens\"") != std::string::npos);
+    const char* expect_gpu = std::getenv("INLAY_TEST_EXPECT_GPU");
+    if (expect_gpu && std::string(expect_gpu) == "1") return;  // the GPU run checks CUDA itself
+    const auto cuda = run_process(inlay_tool(), {"generate", "-m", model, "-p", "You", "-n", "3", "--device", "cuda"});
+    CHECK(cuda.exit_code == 1);
+    CHECK(cuda.err.starts_with("inlay: error: INLAY_ERR_UNSUPPORTED"));
+    CHECK(cuda.err.find("cuda") != std::string::npos);
 }

@@ -9,6 +9,7 @@
 //   per-session latency: time to first token and mean time per later token.
 // One warm-up run, then the median of R runs.
 #include "bench_concurrency.h"
+#include "load.h"
 
 #include <sys/resource.h>
 
@@ -108,6 +109,7 @@ int run_concurrency_bench(const ConcurrencyBench& b) {
     const int64_t blocks = static_cast<int64_t>(b.concurrency) * ((context + 15) / 16 + 1);
     KvPool pool(0, 16, blocks);
     ModelOptions options;
+    apply_device(b.device, options);
     options.n_threads = b.n_threads;
     options.context_length = context;
     options.kv_pool = &pool;

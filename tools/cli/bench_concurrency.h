@@ -13,6 +13,7 @@ struct ConcurrencyBench {
     int32_t n_prompt = 8;     // tokens of each session's prompt (all prompts differ)
     int32_t repetitions = 5;
     int32_t n_threads = 0;    // compute threads; 0 = all cores
+    std::string device = "auto";  // --device
     bool json = false;
 };
 

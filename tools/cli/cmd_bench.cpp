@@ -93,6 +93,7 @@ int run_bench(std::span<const std::string_view> args) {
     int32_t n_gen = 64;
     int32_t repetitions = 5;
     int32_t n_threads = 0;
+    std::string device = "auto";
     int32_t concurrency = 0;
     bool json = false;
     constexpr double limit = 1 << 20;
@@ -107,6 +108,7 @@ int run_bench(std::span<const std::string_view> args) {
             {"--n-gen", "-n", "N", "generated tokens of the tg test; 0 skips it (default 64)", &n_gen, 0, limit},
             {"--repetitions", "-r", "R", "measured runs of each test (default 5)", &repetitions, 1, 1000},
             {"--threads", "-t", "N", "compute threads; 0 = all cores (default)", &n_threads, 0, 1024},
+            {"--device", "", "D", kDeviceHelp, &device},
             {"--concurrency", "-c", "N",
              "instead: N sessions generating -n tokens at once from different prompts of -p tokens (default 8); "
              "aggregate decode tokens/s and per-session latency",
@@ -124,13 +126,14 @@ int run_bench(std::span<const std::string_view> args) {
         b.n_prompt = parsed.has("--n-prompt") ? std::max<int32_t>(n_prompt, 1) : 8;
         b.repetitions = repetitions;
         b.n_threads = n_threads;
+        b.device = device;
         b.json = json;
         return run_concurrency_bench(b);
     }
 
     // Room for the longer test plus a margin, and no more: the KV cache stays small.
     const int32_t context_length = std::max(n_prompt, n_gen + 1) + 16;
-    LoadedModel loaded = load_model(model_path, n_threads, context_length, !json);
+    LoadedModel loaded = load_model(model_path, n_threads, context_length, !json, device);
     Session session(loaded.model);
     const auto n_vocab = static_cast<int32_t>(session.n_vocab());
     const int32_t first_token = 100 % n_vocab;

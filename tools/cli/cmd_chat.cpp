@@ -45,6 +45,7 @@ int run_chat(std::span<const std::string_view> args) {
     bool show_prompt = false;
     bool quiet = false;
     int32_t n_threads = 0;
+    std::string device = "auto";
     int32_t context_length = 0;
     constexpr double int_max = std::numeric_limits<int32_t>::max();
     inlay_generate_params& p = gen.params;
@@ -71,6 +72,7 @@ int run_chat(std::span<const std::string_view> args) {
             {"--seed", "", "S", "random seed; -1 = random (default)", &p.seed},
             {"--ignore-eos", "", "", "do not stop at end-of-turn tokens (for tests)", &p.ignore_eos},
             {"--threads", "-t", "N", "compute threads; 0 = all cores (default)", &n_threads, 0, 1024},
+            {"--device", "", "D", kDeviceHelp, &device},
             {"--ctx-size", "-c", "N", "context length in tokens; 0 = the model's (default)", &context_length, 0,
              int_max},
             {"--show-prompt", "", "", "print each rendered conversation to stderr", &show_prompt},
@@ -87,7 +89,7 @@ int run_chat(std::span<const std::string_view> args) {
     if (template_path) chat.chat_template = read_template_file(*template_path);
 
     const bool interactive = isatty(STDIN_FILENO) != 0;
-    LoadedModel loaded = load_model(model_path, n_threads, context_length, !quiet);
+    LoadedModel loaded = load_model(model_path, n_threads, context_length, !quiet, device);
     Session session(loaded.model, context_length);
 
     std::vector<ChatMessage> base;

@@ -18,6 +18,7 @@ int run_generate(std::span<const std::string_view> args) {
     std::string model_path;
     std::string prompt;
     int32_t n_threads = 0;
+    std::string device = "auto";
     int32_t context_length = 0;
     bool no_bos = false;
     bool json = false;
@@ -45,6 +46,7 @@ int run_generate(std::span<const std::string_view> args) {
             {"--ignore-eos", "", "", "keep generating after end-of-generation tokens", &p.ignore_eos},
             {"--no-bos", "", "", "do not prepend BOS", &no_bos},
             {"--threads", "-t", "N", "compute threads; 0 = all cores (default)", &n_threads, 0, 1024},
+            {"--device", "", "D", kDeviceHelp, &device},
             {"--ctx-size", "-c", "N", "context length in tokens; 0 = the model's (default)", &context_length, 0,
              int_max},
             {"--json", "", "", "print one JSON object at the end instead of streaming", &json},
@@ -58,7 +60,7 @@ int run_generate(std::span<const std::string_view> args) {
     }
     p.add_bos = !no_bos;
 
-    LoadedModel loaded = load_model(model_path, n_threads, context_length, !json);
+    LoadedModel loaded = load_model(model_path, n_threads, context_length, !json, device);
     Session session(loaded.model);
     Result result = json ? session.generate(prompt, gen)
                          : session.generate(prompt, gen, [](int32_t, std::string_view piece) {

@@ -59,6 +59,7 @@ int run_logits(std::span<const std::string_view> args) {
     std::optional<std::string> token_list;
     int32_t top = 8;
     int32_t n_threads = 0;
+    std::string device = "auto";
     int32_t context_length = 0;
     bool no_bos = false;
     bool json = false;
@@ -75,6 +76,7 @@ int run_logits(std::span<const std::string_view> args) {
             {"--top", "", "K", "logits per position (default 8)", &top, 1, int_max},
             {"--no-bos", "", "", "with -p: do not prepend BOS", &no_bos},
             {"--threads", "-t", "N", "compute threads; 0 = all cores (default)", &n_threads, 0, 1024},
+            {"--device", "", "D", kDeviceHelp, &device},
             {"--ctx-size", "-c", "N", "context length in tokens; 0 = the model's (default)", &context_length, 0,
              int_max},
             {"--json", "", "", "print JSON (otherwise a readable table)", &json},
@@ -86,7 +88,7 @@ int run_logits(std::span<const std::string_view> args) {
     std::vector<int32_t> tokens;
     if (token_list) tokens = parse_id_list(*token_list, "--tokens");
 
-    LoadedModel loaded = load_model(model_path, n_threads, context_length, !json);
+    LoadedModel loaded = load_model(model_path, n_threads, context_length, !json, device);
     if (prompt) {
         uint32_t flags = INLAY_TOKENIZE_PARSE_SPECIAL;
         if (!no_bos) flags |= INLAY_TOKENIZE_ADD_BOS;

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "app.h"
+#include "args.h"
 
 namespace inlay::cli {
 namespace {
@@ -38,8 +39,23 @@ private:
 
 }  // namespace
 
-LoadedModel load_model(const std::string& path, int32_t n_threads, int32_t context_length, bool show_progress) {
+void apply_device(const std::string& text, ModelOptions& options) {
+    if (text == "auto") options.device = INLAY_DEVICE_AUTO;
+    else if (text == "cpu") options.device = INLAY_DEVICE_CPU;
+    else if (text == "cuda") options.device = INLAY_DEVICE_CUDA;
+    else if (text.starts_with("cuda:") && text.size() > 5 && text.size() <= 9 &&
+             text.find_first_not_of("0123456789", 5) == std::string::npos) {
+        options.device = INLAY_DEVICE_CUDA;
+        options.device_index = std::stoi(text.substr(5));
+    } else {
+        throw UsageError("--device must be auto, cpu, cuda or cuda:N, not '" + text + "'");
+    }
+}
+
+LoadedModel load_model(const std::string& path, int32_t n_threads, int32_t context_length, bool show_progress,
+                       const std::string& device) {
     ModelOptions options;
+    apply_device(device, options);
     options.n_threads = n_threads;
     options.context_length = context_length;
     ProgressBar bar;

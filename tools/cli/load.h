@@ -13,8 +13,17 @@ struct LoadedModel {
     double load_s = 0.0;  // wall-clock seconds of inlay_model_load
 };
 
-// Loads `path`. Shows a progress bar on stderr when `show_progress` is set and stderr
-// is a terminal. Throws inlay::Error on failure.
-LoadedModel load_model(const std::string& path, int32_t n_threads, int32_t context_length, bool show_progress);
+// The --device option's help line, shared by the commands that load a model.
+inline constexpr const char* kDeviceHelp = "where to run: auto (a GPU if usable, else the CPU; default), cpu, cuda or cuda:N";
+
+// Sets options.device / device_index from "auto", "cpu", "cuda" or "cuda:N" (UsageError
+// otherwise).
+void apply_device(const std::string& text, ModelOptions& options);
+
+// Loads `path` on `device` ("auto", "cpu", "cuda", "cuda:N"; UsageError otherwise).
+// Shows a progress bar on stderr when `show_progress` is set and stderr is a terminal.
+// Throws inlay::Error on failure.
+LoadedModel load_model(const std::string& path, int32_t n_threads, int32_t context_length, bool show_progress,
+                       const std::string& device = "auto");
 
 }  // namespace inlay::cli
