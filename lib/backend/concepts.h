@@ -83,6 +83,7 @@ concept Backend = requires(B& b, const B& cb, typename B::Buffer& buf, const typ
     typename B::Scratch;    // the ops' scratch, one per workspace
 
     // What the backend is
+    { B::kConcurrentForward } -> std::convertible_to<bool>;  // may forward passes run at once?
     { cb.device_name() } -> std::convertible_to<std::string>;  // "cpu", "cuda:0", ...
     { cb.contract() } -> std::same_as<BackendContract>;
     { cb.memory_info() } -> std::same_as<DeviceMemory>;
@@ -115,7 +116,7 @@ concept Backend = requires(B& b, const B& cb, typename B::Buffer& buf, const typ
     // Ops. Sizes are in elements; matrices are row-major [rows][cols].
     b.embed(w, cbatch, buf);                        // out[t] = row tokens[t] of the table, as f32
     b.rms_norm(cbuf, w, f, n, n, buf);              // out = x / rms(x) * w, per row (rows, dim)
-    b.add_rms_norm(buf, cbuf, w, f, n, n, buf);     // x += y; out = rms_norm(x) (rows, dim); out may be y
+    b.add_rms_norm(buf, cbuf, w, f, n, n, buf);     // x += y; out = rms_norm(x) (rows, dim); out may be x, not y
     b.matmul(w, cbuf, n, buf, scratch);             // y[t] = W x[t] for t < n_tokens
     b.matmul_swiglu(w, w, cbuf, n, buf, scratch);   // out[t] = silu(G x[t]) * (U x[t])
     // q [tokens][n_heads][head_dim], k [tokens][n_kv_heads][head_dim]: optional per-head

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <memory>
+#include <mutex>
 #include <string>
 
 #include "model/decoder.h"
@@ -50,6 +51,7 @@ private:
     std::unique_ptr<B> backend_;
     std::unique_ptr<Decoder<B>> decoder_;
     std::string device_;
+    mutable std::mutex forward_mutex_;  // held by eval/step when !B::kConcurrentForward
 };
 
 }  // namespace inlay

@@ -128,6 +128,8 @@ void BackendExecutor<B>::eval(SequenceState& state, std::span<const int32_t> tok
             if (want) ++next_row;
             batch.add_token(tokens[static_cast<size_t>(start + i)], static_cast<int32_t>(seq.n_cached_ + i), s, want);
         }
+        std::unique_lock lock(forward_mutex_, std::defer_lock);
+        if constexpr (!B::kConcurrentForward) lock.lock();
         decoder_->forward(batch.desc(), seq.kv_, *seq.workspace_, logits + first_row * static_cast<size_t>(n_vocab));
         seq.n_cached_ += count;
     }
@@ -152,6 +154,8 @@ void BackendExecutor<B>::step(KvStore& kv, StepWorkspace& ws, const BatchDesc& b
     auto& store = detail::store_of<detail::BackendKvStore<B>>(kv, device_);
     auto* work = dynamic_cast<detail::BackendWorkspace<B>*>(&ws);
     if (!work) fail(INLAY_ERR_INTERNAL, "a workspace of another executor given to the executor of '{}'", device_);
+    std::unique_lock lock(forward_mutex_, std::defer_lock);
+    if constexpr (!B::kConcurrentForward) lock.lock();
     decoder_->forward(batch, store.storage_, work->ws_, logits);  // validates the batch once
 }
 

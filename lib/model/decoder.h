@@ -38,7 +38,7 @@ public:
     struct Workspace {
         int64_t capacity = 0;
         int64_t logit_capacity = 0;
-        Buffer x, xn, q, k, v, attn, ffn, rows, logits;
+        Buffer x, y, xn, q, k, v, attn, ffn, rows, logits;  // x: the residual stream; y: a block's output
         typename B::Batch batch;
         typename B::Scratch scratch;
     };

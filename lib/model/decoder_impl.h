@@ -94,6 +94,7 @@ typename Decoder<B>::Workspace Decoder<B>::make_workspace(int64_t max_tokens, in
     ws.logit_capacity = max_logit_rows;
     const int64_t wide = std::max({s.n_embd, s.q_dim(), s.n_ff});
     ws.x = backend_.alloc(max_tokens * s.n_embd);
+    ws.y = backend_.alloc(max_tokens * s.n_embd);
     ws.xn = backend_.alloc(max_tokens * wide);
     ws.q = backend_.alloc(max_tokens * s.q_dim());
     ws.k = backend_.alloc(max_tokens * s.kv_dim());
@@ -133,15 +134,15 @@ void Decoder<B>::forward(const BatchDesc& batch, typename B::KvStorage& kv, Work
         b.rope_kv_append(ws.q, ws.k, ws.v, L.q_norm ? &*L.q_norm : nullptr, L.k_norm ? &*L.k_norm : nullptr,
                          s.rms_eps, rope, freq_factors, kv, l, s.n_heads, ws.batch);
         b.attention(ws.q, kv, l, ws.batch, s.n_heads, attn_scale, ws.attn, ws.scratch);
-        b.matmul(L.wo, ws.attn, n, ws.xn, ws.scratch);
-        b.add_rms_norm(ws.x, ws.xn, L.ffn_norm, s.rms_eps, n, s.n_embd, ws.xn);
+        b.matmul(L.wo, ws.attn, n, ws.y, ws.scratch);
+        b.add_rms_norm(ws.x, ws.y, L.ffn_norm, s.rms_eps, n, s.n_embd, ws.xn);
         // feed-forward block (SwiGLU)
         b.matmul_swiglu(L.w_gate, L.w_up, ws.xn, n, ws.ffn, ws.scratch);
-        b.matmul(L.w_down, ws.ffn, n, ws.xn, ws.scratch);
+        b.matmul(L.w_down, ws.ffn, n, ws.y, ws.scratch);
         if (l + 1 < s.n_layers)
-            b.add_rms_norm(ws.x, ws.xn, layers_[static_cast<size_t>(l) + 1].attn_norm, s.rms_eps, n, s.n_embd, ws.xn);
+            b.add_rms_norm(ws.x, ws.y, layers_[static_cast<size_t>(l) + 1].attn_norm, s.rms_eps, n, s.n_embd, ws.xn);
         else
-            b.add(ws.x, ws.xn, n * s.n_embd);
+            b.add(ws.x, ws.y, n * s.n_embd);
     }
     if (n_rows == 0) return;
     // Only the rows whose logits are wanted go through the (vocabulary-wide) output.

@@ -41,7 +41,22 @@ std::string device_request_name(const DeviceRequest& r) {
     return "?";
 }
 
+#if INLAY_HAVE_CUDA_BACKEND
+bool cuda_backend_built() { return true; }
+#else
 bool cuda_backend_built() { return false; }
+
+int cuda_device_count(std::string* why) {
+    if (why) *why = "this build of inlay has no CUDA backend (the CUDA toolkit was not found, or INLAY_CUDA=OFF)";
+    return 0;
+}
+
+std::unique_ptr<Executor> make_cuda_executor(int, const DecoderSpec&, const WeightSource&) {
+    std::string why;
+    (void)cuda_device_count(&why);
+    fail(INLAY_ERR_UNSUPPORTED, "device cuda: {}", why);
+}
+#endif
 
 std::unique_ptr<Executor> make_executor(const DeviceRequest& request, const DecoderSpec& spec,
                                         const WeightSource& source) {
@@ -49,13 +64,24 @@ std::unique_ptr<Executor> make_executor(const DeviceRequest& request, const Deco
         case DeviceKind::cpu:
             return make_cpu_executor(request.n_threads, spec, source);
         case DeviceKind::cuda:
-            fail(INLAY_ERR_UNSUPPORTED,
-                 "device {}: this build of inlay has no CUDA backend (the CUDA backend is not implemented yet); "
-                 "use the cpu device", device_request_name(request));
+            return make_cuda_executor(request.index, spec, source);
         case DeviceKind::automatic:
             break;
     }
-    log(LogLevel::info, "device auto: no CUDA backend in this build; running on the CPU");
+    std::string why;
+    if (cuda_device_count(&why) > 0) {
+        try {
+            auto executor = make_cuda_executor(0, spec, source);
+            log(LogLevel::info, "device auto: running on cuda:0");
+            return executor;
+        } catch (const Error& e) {
+            // A model the GPU backend cannot run (a format or shape without kernels) runs on
+            // the CPU; running out of device memory is the caller's to know.
+            if (e.status() != INLAY_ERR_UNSUPPORTED) throw;
+            why = e.what();
+        }
+    }
+    log(LogLevel::info, "device auto: no usable CUDA device ({}); running on the CPU", why);
     return make_cpu_executor(request.n_threads, spec, source);
 }
 

@@ -36,4 +36,10 @@ std::unique_ptr<Executor> make_executor(const DeviceRequest& request, const Deco
 // The CPU backend's executor (cpu_executor.cpp).
 std::unique_ptr<Executor> make_cpu_executor(int n_threads, const DecoderSpec& spec, const WeightSource& source);
 
+// The CUDA backend's (cuda/cuda_executor.cpp; only where cuda_backend_built()).
+std::unique_ptr<Executor> make_cuda_executor(int device_index, const DecoderSpec& spec, const WeightSource& source);
+// Usable CUDA devices (0 without a driver or device; CUDA's reason in *why); 0 where
+// the backend is not built.
+int cuda_device_count(std::string* why);
+
 }  // namespace inlay

@@ -14,13 +14,19 @@
 
 #include "backend/concepts.h"
 #include "backend/cpu/cpu_backend.h"
+#ifdef INLAY_TEST_CUDA
+#include "backend/cuda/cuda_backend.h"
+#endif
 #include "core/error.h"
 #include "quant/quantize.h"
 
 namespace inlay::test {
 
-// The backends the conformance templates are instantiated for.
+// The backends the conformance templates are instantiated for: the CPU here; the GPU
+// conformance program (tests/cuda_gpu) compiles the same tests for the CUDA backend.
+#ifndef INLAY_TEST_BACKENDS
 #define INLAY_TEST_BACKENDS ::inlay::CpuBackend
+#endif
 
 template <class B>
 struct BackendFactory;
@@ -29,6 +35,13 @@ template <>
 struct BackendFactory<CpuBackend> {
     static std::unique_ptr<CpuBackend> make(int n_threads = 2) { return std::make_unique<CpuBackend>(n_threads); }
 };
+
+#ifdef INLAY_TEST_CUDA
+template <>
+struct BackendFactory<CudaBackend> {
+    static std::unique_ptr<CudaBackend> make(int = 0) { return std::make_unique<CudaBackend>(0); }
+};
+#endif
 
 inline std::vector<float> random_floats(size_t n, uint32_t seed, float scale = 1.0f) {
     std::mt19937 rng(seed);

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
 
 #include "cli/process.h"
 #include "support/test_paths.h"
@@ -79,6 +80,10 @@ TEST_CASE("inlay: command-line mistakes exit with 2 and one line on stderr", "[c
         {{"bench", "-m", model, "--device", "cuda:"}, "--device"},
         {{"chat", "-m", model, "--device", "CPU"}, "--device"},
         {{"bench", "-m", model, "--concurrency", "2", "--device", "tpu"}, "--device"},
+        {{"bench"}, "--synthetic"},
+        {{"bench", "-m", model, "--synthetic", "tiny"}, "--synthetic"},
+        {{"bench", "--synthetic", "gpt-17"}, "llama3-8b"},
+        {{"bench", "--synthetic", "tiny", "--dtype", "q3_k"}, "--dtype"},
     };
     for (const Case& c : cases) {
         INFO("inlay " << Catch::Detail::stringify(c.args));
@@ -122,4 +127,30 @@ TEST_CASE("inlay --device: the CPU on request, CUDA refused where no CUDA device
     CHECK(cuda.exit_code == 1);
     CHECK(cuda.err.starts_with("inlay: error: INLAY_ERR_UNSUPPORTED"));
     CHECK(cuda.err.find("cuda") != std::string::npos);
+}
+
+TEST_CASE("inlay bench --synthetic: a named shape with random weights, no model file", "[cli]") {
+    const auto r = run_process(inlay_tool(), {"bench", "--synthetic", "tiny", "--dtype", "q8_0", "-p", "40", "-n", "6",
+                                              "--batch", "3", "-r", "2", "--device", "cpu", "-t", "1", "--json"});
+    INFO(r.err);
+    REQUIRE(r.exit_code == 0);
+    const auto j = nlohmann::json::parse(r.out);
+    CHECK(j["shape"] == "tiny");
+    CHECK(j["device"] == "cpu");
+    CHECK(j["samples"]["prefill_tokens_per_s"].size() == 2);
+    CHECK(j["samples"]["decode_tokens_per_s"].size() == 2);
+    CHECK(j["samples"]["batch_decode_tokens_per_s"].size() == 2);
+    CHECK(j["prefill_tokens_per_s"].get<double>() > 0);
+    CHECK(j["decode_tokens_per_s"].get<double>() > 0);
+    CHECK(j["batch_decode_tokens_per_s"].get<double>() > 0);
+    // tiny: vocab 1024, embd 256, 2 layers, q 256, kv 64, ff 512; q8_0 rows of n take
+    // n / 32 * 34 bytes, f32 norms 4 per element.
+    const auto q8 = [](int64_t n) { return n / 32 * 34; };
+    const int64_t layer = q8(256) * (256 + 64 + 64) + q8(256) * 256 + q8(256) * 512 * 2 + q8(512) * 256 + 2 * 256 * 4;
+    const int64_t total = 2 * q8(256) * 1024 + 256 * 4 + 2 * layer;
+    CHECK(j["weights_bytes"].get<int64_t>() == total);
+    // A decode token reads every weight but the embedding table (one row of it) and some KV.
+    const double per_token = j["decode_bytes_per_token"].get<double>();
+    CHECK(per_token > static_cast<double>(total - q8(256) * 1024));
+    CHECK(per_token < static_cast<double>(total));
 }

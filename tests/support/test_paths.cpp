@@ -13,8 +13,16 @@ std::filesystem::path shared_dir() {
 
 std::filesystem::path testdata(const std::string& relative) { return shared_dir() / "testdata" / relative; }
 
-std::filesystem::path binary_dir() { return INLAY_BINARY_DIR; }
-std::filesystem::path source_dir() { return INLAY_SOURCE_DIR; }
+// Both may be moved by the environment: scripts/gpu-check.sh runs the test programs on
+// another machine, from a bundle laid out like the build tree beside a copy of the source.
+std::filesystem::path binary_dir() {
+    if (const char* env = std::getenv("INLAY_BINARY_DIR"); env && *env) return env;
+    return INLAY_BINARY_DIR;
+}
+std::filesystem::path source_dir() {
+    if (const char* env = std::getenv("INLAY_SOURCE_DIR"); env && *env) return env;
+    return INLAY_SOURCE_DIR;
+}
 
 std::string read_file(const std::filesystem::path& path) {
     std::ifstream in(path, std::ios::binary);

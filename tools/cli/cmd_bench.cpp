@@ -24,6 +24,7 @@
 #include "app.h"
 #include "args.h"
 #include "bench_concurrency.h"
+#include "bench_synthetic.h"
 #include "load.h"
 
 namespace inlay::cli {
@@ -95,15 +96,27 @@ int run_bench(std::span<const std::string_view> args) {
     int32_t n_threads = 0;
     std::string device = "auto";
     int32_t concurrency = 0;
+    std::string synthetic;
+    std::string dtype = "q4_k";
+    int32_t batch = 64;
     bool json = false;
     constexpr double limit = 1 << 20;
 
     const CommandSpec spec{
         "bench",
-        "-m MODEL [-p 128] [-n 64] [-r 5] [-t THREADS] [--concurrency N] [--json]",
+        "(-m MODEL | --synthetic SHAPE [--dtype T] [--batch B]) [-p 128] [-n 64] [-r 5] [-t THREADS] "
+        "[--device D] [--concurrency N] [--json]",
         "Measures prompt processing (pp) and generation (tg) speed; median of R runs after a warm-up.",
         {
-            {"--model", "-m", "MODEL", "GGUF model file", &model_path, 0, 0, true},
+            {"--model", "-m", "MODEL", "GGUF model file or Hugging Face folder", &model_path},
+            {"--synthetic", "", "SHAPE",
+             "instead: a model of this shape with random weights made in memory (llama3-8b, llama3-1b, qwen3-8b, "
+             "qwen3-0.6b, tiny); reports pp, batch-1 decode with its bandwidth, and batched decode",
+             &synthetic},
+            {"--dtype", "", "T", "--synthetic: the matrices' type (f32 f16 bf16 q8_0 q4_0 q4_k q5_k q6_k q1_0; q4_k)",
+             &dtype},
+            {"--batch", "", "B", "--synthetic: sequences decoding together in the batched test (default 64)", &batch, 0,
+             4096},
             {"--n-prompt", "-p", "N", "prompt tokens of the pp test; 0 skips it (default 128)", &n_prompt, 0, limit},
             {"--n-gen", "-n", "N", "generated tokens of the tg test; 0 skips it (default 64)", &n_gen, 0, limit},
             {"--repetitions", "-r", "R", "measured runs of each test (default 5)", &repetitions, 1, 1000},
@@ -118,6 +131,20 @@ int run_bench(std::span<const std::string_view> args) {
     };
     const ParsedArgs parsed = parse_args(spec, args);
     if (parsed.help) return exit_ok;
+    if (parsed.has("--synthetic") == parsed.has("--model")) throw UsageError("bench needs -m MODEL or --synthetic SHAPE");
+    if (parsed.has("--synthetic")) {
+        SyntheticBench b;
+        b.shape = synthetic;
+        b.dtype = dtype;
+        b.device = device;
+        b.n_prompt = parsed.has("--n-prompt") ? n_prompt : 2048;
+        b.n_gen = n_gen;
+        b.batch = batch;
+        b.repetitions = parsed.has("--repetitions") ? repetitions : 3;
+        b.n_threads = n_threads;
+        b.json = json;
+        return run_synthetic_bench(b);
+    }
     if (parsed.has("--concurrency")) {
         ConcurrencyBench b;
         b.model_path = model_path;

@@ -90,6 +90,9 @@ public:
         Buffer up;
     };
 
+    // Forward passes of different workspaces may run at once (the pool serves them in turn).
+    static constexpr bool kConcurrentForward = true;
+
     // n_threads <= 0: all cores.
     explicit CpuBackend(int n_threads);
 
