@@ -4,6 +4,7 @@
 #include "bench_synthetic.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <chrono>
 #include <numeric>
 #include <vector>
@@ -57,9 +58,7 @@ Fleet make_fleet(int64_t n_seqs, int64_t tokens_each, int64_t block_size) {
     return f;
 }
 
-}  // namespace
-
-int run_synthetic_bench(const SyntheticBench& b) {
+int run(const SyntheticBench& b) {
     const auto spec = synthetic_spec(b.shape);
     if (!spec) {
         std::string names;
@@ -169,6 +168,20 @@ int run_synthetic_bench(const SyntheticBench& b) {
     out += fmt::format("  medians of {} runs after one warm-up\n", b.repetitions);
     write_stdout(out);
     return exit_ok;
+}
+
+}  // namespace
+
+int run_synthetic_bench(const SyntheticBench& b) {
+    try {
+        return run(b);
+    } catch (const Error& e) {
+        // This command calls the library's internals, whose errors carry their status here
+        // (the C ABI would have put its name in front of the message).
+        std::fflush(stdout);
+        fmt::print(stderr, "inlay: error: {}: {}\n", inlay_status_name(e.status()), e.what());
+        return exit_error;
+    }
 }
 
 }  // namespace inlay::cli

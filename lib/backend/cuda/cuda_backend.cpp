@@ -1,0 +1,358 @@
+// CudaBackend: device, stream and handles; memory, weights, the step's batch and the KV
+// arenas. The ops are in cuda_ops.cpp.
+#include "backend/cuda/cuda_backend.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "backend/cuda/cuda_error.h"
+#include "core/error.h"
+#include "quant/quantize.h"
+
+namespace inlay {
+
+using cuda_backend::check_cublas;
+using cuda_backend::check_cuda;
+using cuda_backend::device_alloc;
+
+namespace {
+
+std::shared_ptr<void> shared_device(size_t bytes, std::string_view what) {
+    cuda_backend::DevicePtr p = device_alloc(bytes, what);
+    return std::shared_ptr<void>(p.release(), cuda_backend::DeviceFree{});
+}
+
+}  // namespace
+
+int CudaBackend::device_count(std::string* why) {
+    int n = 0;
+    const cudaError_t e = cudaGetDeviceCount(&n);
+    if (e != cudaSuccess) {
+        (void)cudaGetLastError();
+        if (why) *why = std::string(cudaGetErrorName(e)) + ": " + cudaGetErrorString(e);
+        return 0;
+    }
+    if (n == 0 && why) *why = "the driver reports no CUDA device";
+    return n;
+}
+
+CudaBackend::CudaBackend(int device_index) : device_(device_index) {
+    std::string why;
+    const int n = device_count(&why);
+    if (device_index < 0 || device_index >= n)
+        fail(INLAY_ERR_UNSUPPORTED, "no CUDA device {}: {} usable{}{}", device_index, n, why.empty() ? "" : "; ", why);
+    check_cuda(cudaSetDevice(device_), "cudaSetDevice");
+    check_cuda(cudaGetDeviceProperties(&props_, device_), "cudaGetDeviceProperties");
+    check_cuda(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
+    const cublasStatus_t s = cublasCreate(&cublas_);
+    if (s != CUBLAS_STATUS_SUCCESS) {
+        (void)cudaStreamDestroy(stream_);
+        check_cublas(s, "cublasCreate");
+    }
+    if (const cublasStatus_t st = cublasSetStream(cublas_, stream_); st != CUBLAS_STATUS_SUCCESS) {
+        (void)cublasDestroy(cublas_);
+        (void)cudaStreamDestroy(stream_);
+        check_cublas(st, "cublasSetStream");
+    }
+}
+
+CudaBackend::~CudaBackend() {
+    (void)cudaSetDevice(device_);
+    if (stream_) (void)cudaStreamSynchronize(stream_);
+    if (cublas_) (void)cublasDestroy(cublas_);
+    if (stream_) (void)cudaStreamDestroy(stream_);
+}
+
+void CudaBackend::make_current() const { check_cuda(cudaSetDevice(device_), "cudaSetDevice"); }
+
+DeviceMemory CudaBackend::memory_info() const {
+    make_current();
+    size_t free_bytes = 0, total_bytes = 0;
+    check_cuda(cudaMemGetInfo(&free_bytes, &total_bytes), "cudaMemGetInfo");
+    return DeviceMemory{free_bytes, total_bytes};
+}
+
+CudaBackend::Buffer CudaBackend::alloc(int64_t n_floats) {
+    if (n_floats < 0) fail(INLAY_ERR_INVALID_ARGUMENT, "CudaBackend::alloc: negative size {}", n_floats);
+    make_current();
+    return Buffer{shared_device(static_cast<size_t>(n_floats) * sizeof(float), "activations"),
+                  static_cast<size_t>(n_floats)};
+}
+
+void CudaBackend::write(Buffer& dst, int64_t offset, const float* host_src, int64_t count) {
+    if (offset < 0 || count < 0 || static_cast<size_t>(offset + count) > dst.size())
+        fail(INLAY_ERR_INTERNAL, "CudaBackend::write: range [{}, {}) outside buffer of {}", offset, offset + count,
+             dst.size());
+    if (count == 0) return;
+    make_current();
+    check_cuda(cudaMemcpyAsync(dst.ptr() + offset, host_src, static_cast<size_t>(count) * sizeof(float),
+                               cudaMemcpyHostToDevice, stream_),
+               "cudaMemcpyAsync (write)");
+    // The source is the caller's pageable memory: done before returning.
+    check_cuda(cudaStreamSynchronize(stream_), "cudaStreamSynchronize (write)");
+}
+
+void CudaBackend::read(const Buffer& src, int64_t offset, int64_t count, float* host_dst) {
+    if (offset < 0 || count < 0 || static_cast<size_t>(offset + count) > src.size())
+        fail(INLAY_ERR_INTERNAL, "CudaBackend::read: range [{}, {}) outside buffer of {}", offset, offset + count,
+             src.size());
+    make_current();
+    if (count > 0)
+        check_cuda(cudaMemcpyAsync(host_dst, src.ptr() + offset, static_cast<size_t>(count) * sizeof(float),
+                                   cudaMemcpyDeviceToHost, stream_),
+                   "cudaMemcpyAsync (read)");
+    check_cuda(cudaStreamSynchronize(stream_), "cudaStreamSynchronize (read)");
+}
+
+void CudaBackend::synchronize() {
+    make_current();
+    check_cuda(cudaStreamSynchronize(stream_), "cudaStreamSynchronize");
+}
+
+CudaBackend::Weight CudaBackend::upload_matrix(const TensorView& view) {
+    const auto stride = row_bytes(view.type, view.row_length());
+    if (!stride || *stride * static_cast<size_t>(view.n_rows()) != view.nbytes)
+        fail(INLAY_ERR_SHAPE_MISMATCH, "tensor '{}': {} bytes do not hold {} rows of {} {} elements", view.name,
+             view.nbytes, view.n_rows(), view.row_length(), dtype_name(view.type));
+    if (!cuda_backend::weight_format(view.type))
+        fail(INLAY_ERR_UNSUPPORTED, "tensor '{}': the CUDA backend has no kernels for {} weights", view.name,
+             dtype_name(view.type));
+    make_current();
+    Weight w;
+    w.type = view.type;
+    w.n_cols = view.row_length();
+    w.n_rows = view.n_rows();
+    w.row_stride = *stride;
+    w.memory = shared_device(view.nbytes, "weights");
+    check_cuda(cudaMemcpyAsync(w.memory.get(), view.data, view.nbytes, cudaMemcpyHostToDevice, stream_),
+               "cudaMemcpyAsync (weights)");
+    check_cuda(cudaStreamSynchronize(stream_), "cudaStreamSynchronize (weights)");
+    return w;
+}
+
+CudaBackend::Weight CudaBackend::upload_vector(const TensorView& view) {
+    const auto stride = row_bytes(view.type, view.row_length());
+    if (!stride || *stride * static_cast<size_t>(view.n_rows()) != view.nbytes)
+        fail(INLAY_ERR_SHAPE_MISMATCH, "tensor '{}': {} bytes do not hold {} rows of {} {} elements", view.name,
+             view.nbytes, view.n_rows(), view.row_length(), dtype_name(view.type));
+    // Norm weights and rope factors are tiny: kept as f32 so the kernels need one path.
+    const int64_t n = view.row_length() * view.n_rows();
+    std::vector<float> f(static_cast<size_t>(n));
+    for (int64_t r = 0; r < view.n_rows(); ++r)
+        quant::dequantize_row(view.type, view.data + static_cast<size_t>(r) * *stride,
+                              f.data() + r * view.row_length(), view.row_length());
+    make_current();
+    Weight w;
+    w.type = DType::F32;
+    w.n_cols = view.row_length();
+    w.n_rows = view.n_rows();
+    w.row_stride = static_cast<size_t>(w.n_cols) * sizeof(float);
+    w.memory = shared_device(f.size() * sizeof(float), "norm weights");
+    check_cuda(cudaMemcpyAsync(w.memory.get(), f.data(), f.size() * sizeof(float), cudaMemcpyHostToDevice, stream_),
+               "cudaMemcpyAsync (vector)");
+    check_cuda(cudaStreamSynchronize(stream_), "cudaStreamSynchronize (vector)");
+    return w;
+}
+
+CudaBackend::Scratch CudaBackend::alloc_scratch(const ScratchShape& shape) {
+    if (shape.max_tokens < 0 || shape.max_in < 0 || shape.n_ff < 0 || shape.n_heads < 0 || shape.head_dim < 0)
+        fail(INLAY_ERR_INVALID_ARGUMENT, "CudaBackend::alloc_scratch: negative size");
+    make_current();
+    Scratch s;
+    // Splitting along the keys pays only when few (token, head) pairs fill the device;
+    // partials are kept for that many tokens (larger batches run unsplit).
+    s.attention_tokens = std::min<int64_t>(shape.max_tokens, 64);
+    s.max_splits = 32;
+    s.attention = alloc(static_cast<int64_t>(cuda::attention_scratch_floats(
+        s.attention_tokens, static_cast<int32_t>(shape.n_heads), static_cast<int32_t>(shape.head_dim), s.max_splits)));
+    s.up = alloc(shape.max_tokens * shape.n_ff);
+    if (shape.max_tokens > cuda_backend::kGemvMaxTokens) {
+        constexpr int64_t kDequantFloats = int64_t{16} << 20;  // 64 MiB of f32 rows per cuBLAS call
+        constexpr int64_t kIota = int64_t{1} << 18;
+        s.dequant = alloc(kDequantFloats);
+        std::vector<int32_t> ids(static_cast<size_t>(kIota));
+        for (size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<int32_t>(i);
+        s.iota = device_alloc(ids.size() * sizeof(int32_t), "row ids");
+        check_cuda(cudaMemcpyAsync(s.iota.get(), ids.data(), ids.size() * sizeof(int32_t), cudaMemcpyHostToDevice,
+                                   stream_),
+                   "cudaMemcpyAsync (row ids)");
+        check_cuda(cudaStreamSynchronize(stream_), "cudaStreamSynchronize (row ids)");
+        s.iota_n = kIota;
+    }
+    return s;
+}
+
+// --- the step's batch ------------------------------------------------------------------
+
+cuda::TokenBatch CudaBackend::Batch::tokens() const {
+    cuda::TokenBatch t;
+    t.positions = at(offsets.positions);
+    t.seq_of_token = at(offsets.seq_of_token);
+    t.kv_indptr = at(offsets.kv_indptr);
+    t.kv_indices = at(offsets.kv_indices);
+    t.kv_len = at(offsets.kv_len);
+    t.n_tokens = static_cast<int32_t>(n_tokens);
+    t.n_seqs = static_cast<int32_t>(n_seqs);
+    return t;
+}
+
+void CudaBackend::prepare_batch(const BatchDesc& desc, const BatchLimits& limits, Batch& batch) {
+    validate_batch(desc, limits);
+    make_current();
+    const cuda_backend::BatchOffsets offsets = cuda_backend::batch_offsets(desc);
+    if (offsets.total > batch.capacity) {
+        const size_t capacity = std::max(offsets.total, batch.capacity * 2);
+        batch.device = device_alloc(capacity * sizeof(int32_t), "batch");
+        batch.staging = cuda_backend::pinned_alloc(capacity * sizeof(int32_t), "batch staging");
+        batch.capacity = capacity;
+    }
+    // The staging block is rewritten only once the stream has consumed the last upload
+    // (the previous forward pass ended with a read, so this does not wait in practice).
+    check_cuda(cudaStreamSynchronize(stream_), "cudaStreamSynchronize (batch)");
+    cuda_backend::pack_batch(desc, offsets, static_cast<int32_t*>(batch.staging.get()));
+    check_cuda(cudaMemcpyAsync(batch.device.get(), batch.staging.get(), offsets.total * sizeof(int32_t),
+                               cudaMemcpyHostToDevice, stream_),
+               "cudaMemcpyAsync (batch)");
+    batch.offsets = offsets;
+    batch.logit_rows.assign(desc.logit_rows.begin(), desc.logit_rows.end());
+    batch.n_tokens = desc.n_tokens();
+    batch.n_seqs = desc.n_seqs();
+    batch.max_kv_len = 0;
+    for (const int32_t len : desc.kv_len) batch.max_kv_len = std::max<int64_t>(batch.max_kv_len, len);
+    batch.block_size = limits.block_size;
+    batch.n_blocks = limits.n_blocks;
+}
+
+// --- KV arenas -------------------------------------------------------------------------
+
+cuda::PagedKvLayer CudaBackend::KvStorage::layer(int64_t l) const {
+    cuda::PagedKvLayer p;
+    p.k = k_[static_cast<size_t>(l)].get();
+    p.v = v_[static_cast<size_t>(l)].get();
+    p.type = geometry_.dtype == DType::F16 ? cuda::KvType::f16 : cuda::KvType::f32;
+    p.n_kv_heads = static_cast<int32_t>(geometry_.n_kv_heads);
+    p.head_dim = static_cast<int32_t>(geometry_.head_dim);
+    p.block_size = static_cast<int32_t>(geometry_.block_size);
+    return p;
+}
+
+std::byte* CudaBackend::KvStorage::k_block(int64_t layer, int64_t block) const {
+    return static_cast<std::byte*>(k_[static_cast<size_t>(layer)].get()) + static_cast<size_t>(block) * slab_bytes_;
+}
+
+std::byte* CudaBackend::KvStorage::v_block(int64_t layer, int64_t block) const {
+    return static_cast<std::byte*>(v_[static_cast<size_t>(layer)].get()) + static_cast<size_t>(block) * slab_bytes_;
+}
+
+CudaBackend::KvStorage CudaBackend::alloc_kv(const KvGeometry& geometry, int64_t n_blocks) {
+    (void)kv_canonical_block_bytes(geometry);  // validates the geometry
+    if (n_blocks < 0) fail(INLAY_ERR_INVALID_ARGUMENT, "negative KV block count");
+    KvStorage kv;
+    kv.geometry_ = geometry;
+    kv.slab_bytes_ = static_cast<size_t>(geometry.n_kv_heads * geometry.block_size * geometry.head_dim) *
+                     (geometry.dtype == DType::F16 ? 2 : 4);
+    kv.k_.resize(static_cast<size_t>(geometry.n_layers));
+    kv.v_.resize(static_cast<size_t>(geometry.n_layers));
+    resize_kv(kv, n_blocks);
+    return kv;
+}
+
+void CudaBackend::copy_kv_storage(const KvStorage& from, KvStorage& to, int64_t n_blocks) {
+    const size_t bytes = static_cast<size_t>(n_blocks) * from.slab_bytes_;
+    for (size_t l = 0; l < from.k_.size(); ++l) {
+        if (bytes == 0) break;
+        check_cuda(cudaMemcpyAsync(to.k_[l].get(), from.k_[l].get(), bytes, cudaMemcpyDeviceToDevice, stream_),
+                   "cudaMemcpyAsync (KV grow)");
+        check_cuda(cudaMemcpyAsync(to.v_[l].get(), from.v_[l].get(), bytes, cudaMemcpyDeviceToDevice, stream_),
+                   "cudaMemcpyAsync (KV grow)");
+    }
+}
+
+void CudaBackend::resize_kv(KvStorage& kv, int64_t n_blocks) {
+    if (n_blocks < 0) fail(INLAY_ERR_INVALID_ARGUMENT, "negative KV block count");
+    if (n_blocks <= kv.capacity_) {  // shrinking keeps the memory for regrowth
+        kv.n_blocks_ = n_blocks;
+        return;
+    }
+    make_current();
+    // Geometric growth: a sequence that grows a block at a time is copied O(log n) times.
+    const int64_t capacity = std::max(n_blocks, kv.capacity_ * 2);
+    KvStorage grown;
+    grown.geometry_ = kv.geometry_;
+    grown.slab_bytes_ = kv.slab_bytes_;
+    const size_t bytes = static_cast<size_t>(capacity) * kv.slab_bytes_;
+    for (size_t l = 0; l < kv.k_.size(); ++l) {
+        grown.k_.push_back(device_alloc(bytes, "KV cache (K)"));
+        grown.v_.push_back(device_alloc(bytes, "KV cache (V)"));
+        // Zero-filled so that a slot read before it is written is 0, as on the CPU.
+        check_cuda(cudaMemsetAsync(grown.k_.back().get(), 0, bytes, stream_), "cudaMemsetAsync (KV)");
+        check_cuda(cudaMemsetAsync(grown.v_.back().get(), 0, bytes, stream_), "cudaMemsetAsync (KV)");
+    }
+    copy_kv_storage(kv, grown, kv.n_blocks_);
+    check_cuda(cudaStreamSynchronize(stream_), "cudaStreamSynchronize (KV grow)");
+    grown.capacity_ = capacity;
+    grown.n_blocks_ = n_blocks;
+    kv = std::move(grown);
+}
+
+namespace {
+
+void require_block(const CudaBackend::KvStorage& kv, int64_t block, const char* op) {
+    if (block < 0 || block >= kv.n_blocks())
+        fail(INLAY_ERR_INTERNAL, "{}: block {} outside the storage of {} blocks", op, block, kv.n_blocks());
+}
+
+}  // namespace
+
+void CudaBackend::kv_copy_block(KvStorage& kv, int64_t src, int64_t dst) {
+    require_block(kv, src, "kv_copy_block");
+    require_block(kv, dst, "kv_copy_block");
+    if (src == dst) return;
+    make_current();
+    for (int64_t l = 0; l < kv.geometry().n_layers; ++l) {
+        check_cuda(cudaMemcpyAsync(kv.k_block(l, dst), kv.k_block(l, src), kv.slab_bytes_, cudaMemcpyDeviceToDevice,
+                                   stream_),
+                   "cudaMemcpyAsync (KV block copy)");
+        check_cuda(cudaMemcpyAsync(kv.v_block(l, dst), kv.v_block(l, src), kv.slab_bytes_, cudaMemcpyDeviceToDevice,
+                                   stream_),
+                   "cudaMemcpyAsync (KV block copy)");
+    }
+}
+
+// The canonical image [layer][k|v][kv_head][slot][head_dim]: each layer's K (and V) slab
+// of a block is already [kv_head][slot][head_dim], so a block is 2 x n_layers copies.
+void CudaBackend::kv_read_block(const KvStorage& kv, int64_t block, std::span<std::byte> out) {
+    require_block(kv, block, "kv_read_block");
+    if (out.size() != kv_canonical_block_bytes(kv.geometry()))
+        fail(INLAY_ERR_INTERNAL, "kv_read_block: {} bytes given for a block of {}", out.size(),
+             kv_canonical_block_bytes(kv.geometry()));
+    make_current();
+    for (int64_t l = 0; l < kv.geometry().n_layers; ++l) {
+        std::byte* dst = out.data() + static_cast<size_t>(l) * 2 * kv.slab_bytes_;
+        check_cuda(cudaMemcpyAsync(dst, kv.k_block(l, block), kv.slab_bytes_, cudaMemcpyDeviceToHost, stream_),
+                   "cudaMemcpyAsync (KV block read)");
+        check_cuda(cudaMemcpyAsync(dst + kv.slab_bytes_, kv.v_block(l, block), kv.slab_bytes_, cudaMemcpyDeviceToHost,
+                                   stream_),
+                   "cudaMemcpyAsync (KV block read)");
+    }
+    check_cuda(cudaStreamSynchronize(stream_), "cudaStreamSynchronize (KV block read)");
+}
+
+void CudaBackend::kv_write_block(KvStorage& kv, int64_t block, std::span<const std::byte> in) {
+    require_block(kv, block, "kv_write_block");
+    if (in.size() != kv_canonical_block_bytes(kv.geometry()))
+        fail(INLAY_ERR_INTERNAL, "kv_write_block: {} bytes given for a block of {}", in.size(),
+             kv_canonical_block_bytes(kv.geometry()));
+    make_current();
+    for (int64_t l = 0; l < kv.geometry().n_layers; ++l) {
+        const std::byte* src = in.data() + static_cast<size_t>(l) * 2 * kv.slab_bytes_;
+        check_cuda(cudaMemcpyAsync(kv.k_block(l, block), src, kv.slab_bytes_, cudaMemcpyHostToDevice, stream_),
+                   "cudaMemcpyAsync (KV block write)");
+        check_cuda(cudaMemcpyAsync(kv.v_block(l, block), src + kv.slab_bytes_, kv.slab_bytes_, cudaMemcpyHostToDevice,
+                                   stream_),
+                   "cudaMemcpyAsync (KV block write)");
+    }
+    check_cuda(cudaStreamSynchronize(stream_), "cudaStreamSynchronize (KV block write)");
+}
+
+}  // namespace inlay

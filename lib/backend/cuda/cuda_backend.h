@@ -1,0 +1,167 @@
+// CudaBackend: the Backend concept on one NVIDIA GPU. It owns its device context (the
+// device is made current on every entry), one non-blocking stream on which every op is
+// enqueued in order, a cuBLAS handle bound to that stream, and all device memory it
+// hands out; no globals, no thread-local handles. Ops enqueue and return; read(),
+// kv_read_block() and synchronize() wait for the stream.
+//
+// Weights stay in their stored format (no dequantized copies); few-token matmuls run the
+// fused dequantize-GEMV kernels of kernels/cuda, larger ones cuBLAS (f32 weights
+// directly, others dequantized to f32 scratch a chunk of rows at a time). The KV cache
+// keeps one K and one V arena per layer, [block][kv_head][slot][head_dim], so a block's
+// K of one layer is contiguous and whole-block moves are 2 x n_layers copies.
+//
+// UNVERIFIED: this backend compiles and its host-side logic is tested on the CPU; it
+// has not yet run on a GPU (scripts/gpu-check.sh is the prepared check).
+#pragma once
+
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "backend/concepts.h"
+#include "backend/cuda/cuda_plans.h"
+#include "backend/cuda/device_memory.h"
+
+namespace inlay {
+
+class CudaBackend {
+public:
+    struct Buffer {
+        std::shared_ptr<void> memory;  // device floats
+        size_t n = 0;
+        [[nodiscard]] float* ptr() const { return static_cast<float*>(memory.get()); }
+        [[nodiscard]] size_t size() const { return n; }
+    };
+
+    // A matrix of n_rows rows of n_cols elements in `type` on the device, rows
+    // row_stride bytes apart; copies of a Weight share its memory (tied embeddings).
+    struct Weight {
+        DType type = DType::F32;
+        int64_t n_cols = 0;
+        int64_t n_rows = 0;
+        size_t row_stride = 0;
+        std::shared_ptr<void> memory;
+        [[nodiscard]] const void* data() const { return memory.get(); }
+    };
+
+    class KvStorage {
+    public:
+        KvStorage() = default;
+        [[nodiscard]] const KvGeometry& geometry() const { return geometry_; }
+        [[nodiscard]] int64_t n_blocks() const { return n_blocks_; }
+        // Layer l's arenas as the kernels take them.
+        [[nodiscard]] cuda::PagedKvLayer layer(int64_t l) const;
+        // Bytes of one block of one layer's K (or V) arena: n_kv_heads * block_size * head_dim elements.
+        [[nodiscard]] size_t block_slab_bytes() const { return slab_bytes_; }
+        [[nodiscard]] std::byte* k_block(int64_t layer, int64_t block) const;
+        [[nodiscard]] std::byte* v_block(int64_t layer, int64_t block) const;
+
+    private:
+        friend class CudaBackend;
+        KvGeometry geometry_{};
+        int64_t n_blocks_ = 0;
+        int64_t capacity_ = 0;  // blocks allocated (grows geometrically)
+        size_t slab_bytes_ = 0;
+        std::vector<cuda_backend::DevicePtr> k_, v_;  // per layer
+    };
+
+    // The step's batch on the device: one int32 block holding every array (one upload),
+    // plus the host copies the ops need to size their launches.
+    struct Batch {
+        cuda_backend::DevicePtr device;
+        size_t capacity = 0;  // int32 elements
+        cuda_backend::PinnedPtr staging;
+        cuda_backend::BatchOffsets offsets;
+        std::vector<int32_t> logit_rows;  // host copy (row gathers are per-row copies)
+        int64_t n_tokens = 0;
+        int64_t n_seqs = 0;
+        int64_t max_kv_len = 0;
+        int64_t block_size = 0;
+        int64_t n_blocks = 0;
+        [[nodiscard]] const int32_t* at(size_t offset) const {
+            return static_cast<const int32_t*>(device.get()) + offset;
+        }
+        [[nodiscard]] cuda::TokenBatch tokens() const;
+    };
+
+    // Split-attention partials and the dequantized-rows scratch of large matmuls, and the
+    // second product of matmul_swiglu.
+    struct Scratch {
+        Buffer attention;   // split partials for up to attention_tokens tokens and max_splits splits
+        int64_t attention_tokens = 0;
+        int32_t max_splits = 1;
+        Buffer dequant;     // f32 rows of a weight being multiplied by cuBLAS
+        Buffer up;          // matmul_swiglu's up projection
+        cuda_backend::DevicePtr iota;  // 0, 1, 2, ... (row ids for dequantization)
+        int64_t iota_n = 0;
+    };
+
+    // One stream and one cuBLAS handle: forward passes are serialised by the executor.
+    static constexpr bool kConcurrentForward = false;
+
+    // Opens device `index`: INLAY_ERR_UNSUPPORTED when there is no CUDA driver or device
+    // of that index (the message has CUDA's reason).
+    explicit CudaBackend(int device_index);
+    ~CudaBackend();
+    CudaBackend(const CudaBackend&) = delete;
+    CudaBackend& operator=(const CudaBackend&) = delete;
+
+    // How many CUDA devices are usable here (0 when no driver or device; never throws),
+    // with CUDA's reason in *why when there are none.
+    static int device_count(std::string* why = nullptr);
+
+    [[nodiscard]] std::string device_name() const { return "cuda:" + std::to_string(device_); }
+    // Batch shape changes the reduction (GEMV for a few tokens, cuBLAS beyond), so results
+    // are batch dependent within a tolerance (to be measured on a GPU: see docs/perf).
+    [[nodiscard]] BackendContract contract() const { return BackendContract{false, 2e-3}; }
+    [[nodiscard]] DeviceMemory memory_info() const;
+    [[nodiscard]] const cudaDeviceProp& properties() const { return props_; }
+
+    Buffer alloc(int64_t n_floats);
+    void write(Buffer& dst, int64_t offset, const float* host_src, int64_t count);
+    void read(const Buffer& src, int64_t offset, int64_t count, float* host_dst);
+    void synchronize();
+    Weight upload_matrix(const TensorView& view);
+    Weight upload_vector(const TensorView& view);
+    Scratch alloc_scratch(const ScratchShape& shape);
+    KvStorage alloc_kv(const KvGeometry& geometry, int64_t n_blocks);
+    void resize_kv(KvStorage& kv, int64_t n_blocks);
+    void prepare_batch(const BatchDesc& desc, const BatchLimits& limits, Batch& batch);
+
+    void kv_copy_block(KvStorage& kv, int64_t src, int64_t dst);
+    void kv_read_block(const KvStorage& kv, int64_t block, std::span<std::byte> out);
+    void kv_write_block(KvStorage& kv, int64_t block, std::span<const std::byte> in);
+
+    void embed(const Weight& table, const Batch& batch, Buffer& out);
+    void rms_norm(const Buffer& x, const Weight& weight, float eps, int64_t n_rows, int64_t dim, Buffer& out);
+    void add_rms_norm(Buffer& x, const Buffer& y, const Weight& weight, float eps, int64_t n_rows, int64_t dim,
+                      Buffer& out);
+    void matmul(const Weight& w, const Buffer& x, int64_t n_tokens, Buffer& y, Scratch& scratch);
+    void matmul_swiglu(const Weight& gate, const Weight& up, const Buffer& x, int64_t n_tokens, Buffer& out,
+                       Scratch& scratch);
+    void rope_kv_append(Buffer& q, Buffer& k, const Buffer& v, const Weight* q_norm, const Weight* k_norm, float eps,
+                        const RopeParams& rope, const Weight* freq_factors, KvStorage& kv, int64_t layer,
+                        int64_t n_heads, const Batch& batch);
+    void attention(const Buffer& q, const KvStorage& kv, int64_t layer, const Batch& batch, int64_t n_heads,
+                   float scale, Buffer& out, Scratch& scratch);
+    void add(Buffer& x, const Buffer& y, int64_t n);
+    void gather_logit_rows(const Buffer& x, const Batch& batch, int64_t row_length, Buffer& out);
+
+private:
+    void make_current() const;
+    void copy_kv_storage(const KvStorage& from, KvStorage& to, int64_t n_blocks);
+
+    int device_ = 0;
+    cudaDeviceProp props_{};
+    cudaStream_t stream_ = nullptr;
+    cublasHandle_t cublas_ = nullptr;
+};
+
+static_assert(Backend<CudaBackend>);
+
+}  // namespace inlay

@@ -1,0 +1,216 @@
+// CudaBackend's ops: each checks its sizes on the host, enqueues kernels of
+// kernels/cuda (or cuBLAS) on the backend's stream and returns without waiting.
+#include <algorithm>
+
+#include "backend/cuda/cuda_backend.h"
+#include "backend/cuda/cuda_error.h"
+#include "core/error.h"
+
+namespace inlay {
+
+using cuda_backend::check_cublas;
+using cuda_backend::check_cuda;
+
+namespace {
+
+void require_size(const CudaBackend::Buffer& b, int64_t n, const char* op, const char* what) {
+    if (n < 0 || b.size() < static_cast<size_t>(n))
+        fail(INLAY_ERR_INTERNAL, "CudaBackend::{}: {} holds {} floats, needs {}", op, what, b.size(), n);
+}
+
+void require_norm_weight(const CudaBackend::Weight& w, int64_t dim, const char* op) {
+    if (w.type != DType::F32 || w.n_cols * w.n_rows != dim)
+        fail(INLAY_ERR_INTERNAL, "{}: weight of {} elements for rows of {}", op, w.n_cols * w.n_rows, dim);
+}
+
+void require_batch_fits(const CudaBackend::KvStorage& kv, const CudaBackend::Batch& batch, const char* op) {
+    if (batch.block_size != kv.geometry().block_size || batch.n_blocks > kv.n_blocks())
+        fail(INLAY_ERR_INTERNAL, "{}: a batch prepared for {} blocks of {} given a store of {} blocks of {}", op,
+             batch.n_blocks, batch.block_size, kv.n_blocks(), kv.geometry().block_size);
+}
+
+cuda::WeightFormat format_of(const CudaBackend::Weight& w) {
+    const auto f = cuda_backend::weight_format(w.type);
+    if (!f) fail(INLAY_ERR_UNSUPPORTED, "the CUDA backend has no kernels for {} weights", dtype_name(w.type));
+    return *f;
+}
+
+}  // namespace
+
+void CudaBackend::embed(const Weight& table, const Batch& batch, Buffer& out) {
+    require_size(out, batch.n_tokens * table.n_cols, "embed", "out");
+    make_current();
+    // Token ids were validated against the vocabulary by prepare_batch.
+    check_cuda(cuda::embed_rows(table.data(), format_of(table), table.n_rows, table.n_cols, table.row_stride,
+                                batch.at(batch.offsets.tokens), batch.n_tokens, out.ptr(), table.n_cols, nullptr,
+                                stream_),
+               "embed_rows");
+}
+
+void CudaBackend::rms_norm(const Buffer& x, const Weight& weight, float eps, int64_t n_rows, int64_t dim, Buffer& out) {
+    require_size(x, n_rows * dim, "rms_norm", "x");
+    require_size(out, n_rows * dim, "rms_norm", "out");
+    require_norm_weight(weight, dim, "rms_norm");
+    make_current();
+    check_cuda(cuda::rms_norm(x.ptr(), dim, static_cast<const float*>(weight.data()), n_rows, dim, eps, out.ptr(), dim,
+                              stream_),
+               "rms_norm");
+}
+
+void CudaBackend::add_rms_norm(Buffer& x, const Buffer& y, const Weight& weight, float eps, int64_t n_rows,
+                               int64_t dim, Buffer& out) {
+    require_size(x, n_rows * dim, "add_rms_norm", "x");
+    require_size(y, n_rows * dim, "add_rms_norm", "y");
+    require_size(out, n_rows * dim, "add_rms_norm", "out");
+    require_norm_weight(weight, dim, "add_rms_norm");
+    make_current();
+    check_cuda(cuda::add_rms_norm(x.ptr(), dim, y.ptr(), dim, static_cast<const float*>(weight.data()), n_rows, dim,
+                                  eps, out.ptr(), dim, stream_),
+               "add_rms_norm");
+}
+
+void CudaBackend::matmul(const Weight& w, const Buffer& x, int64_t n_tokens, Buffer& y, Scratch& scratch) {
+    const int64_t n_in = w.n_cols, n_out = w.n_rows;
+    require_size(x, n_tokens * n_in, "matmul", "x");
+    require_size(y, n_tokens * n_out, "matmul", "y");
+    if (n_tokens == 0) return;
+    make_current();
+    const cuda_backend::MatmulPlan plan =
+        cuda_backend::plan_matmul(w.type, n_out, n_in, n_tokens, std::min<size_t>(scratch.dequant.size(),
+                                                                                  static_cast<size_t>(scratch.iota_n) * static_cast<size_t>(n_in)));
+    const float one = 1.0f, zero = 0.0f;
+    switch (plan.path) {
+        case cuda_backend::MatmulPath::gemv:
+            check_cuda(cuda::gemv(w.data(), format_of(w), n_out, n_in, w.row_stride, x.ptr(), n_in,
+                                  static_cast<int32_t>(n_tokens), y.ptr(), n_out, stream_),
+                       "gemv");
+            return;
+        case cuda_backend::MatmulPath::gemm_f32:
+            // Row-major W [n_out][n_in] is column-major W^T; Y^T = W X^T in column-major.
+            check_cublas(cublasSgemm(cublas_, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(n_out),
+                                     static_cast<int>(n_tokens), static_cast<int>(n_in), &one,
+                                     static_cast<const float*>(w.data()), static_cast<int>(w.row_stride / sizeof(float)),
+                                     x.ptr(), static_cast<int>(n_in), &zero, y.ptr(), static_cast<int>(n_out)),
+                         "cublasSgemm");
+            return;
+        case cuda_backend::MatmulPath::dequant_gemm:
+            for (int64_t r0 = 0; r0 < n_out; r0 += plan.rows_per_chunk) {
+                const int64_t nr = std::min(plan.rows_per_chunk, n_out - r0);
+                const auto* rows = static_cast<const std::byte*>(w.data()) + static_cast<size_t>(r0) * w.row_stride;
+                check_cuda(cuda::embed_rows(rows, format_of(w), nr, n_in, w.row_stride,
+                                            static_cast<const int32_t*>(scratch.iota.get()), nr, scratch.dequant.ptr(),
+                                            n_in, nullptr, stream_),
+                           "embed_rows (dequantize)");
+                check_cublas(cublasSgemm(cublas_, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(nr),
+                                         static_cast<int>(n_tokens), static_cast<int>(n_in), &one,
+                                         scratch.dequant.ptr(), static_cast<int>(n_in), x.ptr(), static_cast<int>(n_in),
+                                         &zero, y.ptr() + r0, static_cast<int>(n_out)),
+                             "cublasSgemm");
+            }
+            return;
+    }
+}
+
+void CudaBackend::matmul_swiglu(const Weight& gate, const Weight& up, const Buffer& x, int64_t n_tokens, Buffer& out,
+                                Scratch& scratch) {
+    if (gate.n_cols != up.n_cols || gate.n_rows != up.n_rows)
+        fail(INLAY_ERR_INTERNAL, "matmul_swiglu: gate {}x{} and up {}x{} differ", gate.n_rows, gate.n_cols, up.n_rows,
+             up.n_cols);
+    require_size(scratch.up, n_tokens * up.n_rows, "matmul_swiglu", "scratch");
+    matmul(gate, x, n_tokens, out, scratch);
+    matmul(up, x, n_tokens, scratch.up, scratch);
+    check_cuda(cuda::swiglu(out.ptr(), scratch.up.ptr(), n_tokens * up.n_rows, stream_), "swiglu");
+}
+
+void CudaBackend::rope_kv_append(Buffer& q, Buffer& k, const Buffer& v, const Weight* q_norm, const Weight* k_norm,
+                                 float eps, const RopeParams& rope, const Weight* freq_factors, KvStorage& kv,
+                                 int64_t layer, int64_t n_heads, const Batch& batch) {
+    const KvGeometry& g = kv.geometry();
+    const int64_t n = batch.n_tokens;
+    require_batch_fits(kv, batch, "rope_kv_append");
+    if (layer < 0 || layer >= g.n_layers) fail(INLAY_ERR_INTERNAL, "rope_kv_append: layer {} of {}", layer, g.n_layers);
+    require_size(q, n * n_heads * g.head_dim, "rope_kv_append", "q");
+    require_size(k, n * g.n_kv_heads * g.head_dim, "rope_kv_append", "k");
+    require_size(v, n * g.n_kv_heads * g.head_dim, "rope_kv_append", "v");
+    if (q_norm) require_norm_weight(*q_norm, g.head_dim, "rope_kv_append (q norm)");
+    if (k_norm) require_norm_weight(*k_norm, g.head_dim, "rope_kv_append (k norm)");
+    if (freq_factors) require_norm_weight(*freq_factors, rope.n_rot / 2, "rope_kv_append (frequency factors)");
+    make_current();
+    cuda::RopeConfig rc;
+    rc.style = rope.style == RopeStyle::normal ? cuda::RopeStyle::normal : cuda::RopeStyle::neox;
+    rc.n_rot = static_cast<int32_t>(rope.n_rot);
+    rc.freq_base = rope.freq_base;
+    rc.freq_scale = rope.freq_scale;
+    if (rope.n_rot == 0) {
+        // No rotation: the kernel rotates at least one pair, so rotate it by angle 0
+        // (cos 1, sin 0: x*1 - y*0 and x*0 + y*1 are exactly x and y).
+        rc.n_rot = 2;
+        rc.freq_scale = 0.0f;
+    }
+    rc.freq_factors = freq_factors ? static_cast<const float*>(freq_factors->data()) : nullptr;
+    check_cuda(cuda::qk_norm_rope_kv_append(
+                   q.ptr(), n_heads * g.head_dim, static_cast<int32_t>(n_heads), k.ptr(), g.n_kv_heads * g.head_dim,
+                   v.ptr(), g.n_kv_heads * g.head_dim, q_norm ? static_cast<const float*>(q_norm->data()) : nullptr,
+                   k_norm ? static_cast<const float*>(k_norm->data()) : nullptr, eps, rc, kv.layer(layer),
+                   batch.tokens(), nullptr, stream_),
+               "qk_norm_rope_kv_append");
+}
+
+void CudaBackend::attention(const Buffer& q, const KvStorage& kv, int64_t layer, const Batch& batch, int64_t n_heads,
+                            float scale, Buffer& out, Scratch& scratch) {
+    const KvGeometry& g = kv.geometry();
+    const int64_t n = batch.n_tokens;
+    require_batch_fits(kv, batch, "attention");
+    if (layer < 0 || layer >= g.n_layers) fail(INLAY_ERR_INTERNAL, "attention: layer {} of {}", layer, g.n_layers);
+    if (n_heads % g.n_kv_heads != 0) fail(INLAY_ERR_INTERNAL, "attention: {} heads over {} KV heads", n_heads, g.n_kv_heads);
+    require_size(q, n * n_heads * g.head_dim, "attention", "q");
+    require_size(out, n * n_heads * g.head_dim, "attention", "out");
+    const auto group = static_cast<int32_t>(n_heads / g.n_kv_heads);
+    const cuda::KvType type = g.dtype == DType::F16 ? cuda::KvType::f16 : cuda::KvType::f32;
+    if (!cuda::attention_has_builtin(static_cast<int32_t>(g.head_dim), group, static_cast<int32_t>(g.block_size), type))
+        fail(INLAY_ERR_UNSUPPORTED,
+             "the CUDA backend has no attention kernel for head_dim {}, {} query heads per KV head, blocks of {} "
+             "(load-time NVRTC variants are not wired in yet)",
+             g.head_dim, group, g.block_size);
+    make_current();
+    const int64_t q_stride = n_heads * g.head_dim;
+    cuda::AttentionSplitPlan plan{};
+    if (n <= scratch.attention_tokens)
+        plan = cuda::plan_attention_split(batch.max_kv_len, n * g.n_kv_heads, props_.multiProcessorCount,
+                                          static_cast<int32_t>(g.block_size), scratch.max_splits);
+    if (plan.n_splits > 1) {
+        check_cuda(cuda::attention_decode_split(q.ptr(), q_stride, static_cast<int32_t>(n_heads), kv.layer(layer),
+                                                batch.tokens(), scale, plan, scratch.attention.ptr(), out.ptr(),
+                                                q_stride, stream_),
+                   "attention_decode_split");
+        return;
+    }
+    check_cuda(cuda::attention_decode(q.ptr(), q_stride, static_cast<int32_t>(n_heads), kv.layer(layer),
+                                      batch.tokens(), scale, out.ptr(), q_stride, stream_),
+               "attention_decode");
+}
+
+void CudaBackend::add(Buffer& x, const Buffer& y, int64_t n) {
+    require_size(x, n, "add", "x");
+    require_size(y, n, "add", "y");
+    if (n == 0) return;
+    make_current();
+    const float one = 1.0f;  // x + 1 * y: one rounding, as x += y
+    check_cublas(cublasSaxpy(cublas_, static_cast<int>(n), &one, y.ptr(), 1, x.ptr(), 1), "cublasSaxpy");
+}
+
+void CudaBackend::gather_logit_rows(const Buffer& x, const Batch& batch, int64_t row_length, Buffer& out) {
+    const auto& rows = batch.logit_rows;
+    require_size(out, static_cast<int64_t>(rows.size()) * row_length, "gather_logit_rows", "out");
+    make_current();
+    const auto len = static_cast<size_t>(row_length);
+    for (size_t i = 0; i < rows.size(); ++i) {
+        if (rows[i] < 0 || (static_cast<size_t>(rows[i]) + 1) * len > x.size())
+            fail(INLAY_ERR_INTERNAL, "gather_logit_rows: row {} outside the buffer", rows[i]);
+        check_cuda(cudaMemcpyAsync(out.ptr() + i * len, x.ptr() + static_cast<size_t>(rows[i]) * len,
+                                   len * sizeof(float), cudaMemcpyDeviceToDevice, stream_),
+                   "cudaMemcpyAsync (logit rows)");
+    }
+}
+
+}  // namespace inlay

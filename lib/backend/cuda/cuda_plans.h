@@ -1,0 +1,43 @@
+// The CUDA backend's host-side decisions, pure functions so that they are tested on
+// machines without a GPU: how a step's batch is packed for its one upload, which matmul
+// path serves a shape, and which stored formats have device kernels.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+
+#include "backend/common/batch.h"
+#include "core/dtype.h"
+#include "kernels/cuda/inlay_cuda_kernels.h"
+
+namespace inlay::cuda_backend {
+
+// Offsets (in int32 elements, each array starting 16-byte aligned) of a BatchDesc's
+// arrays in one staging block, and its total length.
+struct BatchOffsets {
+    size_t tokens = 0, positions = 0, seq_of_token = 0, kv_indptr = 0, kv_indices = 0, kv_len = 0, logit_rows = 0;
+    size_t total = 0;
+};
+BatchOffsets batch_offsets(const BatchDesc& batch);
+// Copies the arrays to staging[...] at `offsets` (staging holds offsets.total int32).
+void pack_batch(const BatchDesc& batch, const BatchOffsets& offsets, int32_t* staging);
+
+// The device kernels' name for a stored type; nullopt for types they do not read.
+std::optional<cuda::WeightFormat> weight_format(DType type);
+
+enum class MatmulPath {
+    gemv,          // few tokens: the fused dequantize-GEMV kernel, each weight byte read once
+    gemm_f32,      // f32 weights: cuBLAS SGEMM on the stored matrix
+    dequant_gemm,  // other formats: rows dequantized to f32 scratch in chunks, then SGEMM
+};
+struct MatmulPlan {
+    MatmulPath path = MatmulPath::gemv;
+    int64_t rows_per_chunk = 0;  // dequant_gemm: rows per dequantized chunk
+};
+// The largest token count the GEMV kernel takes in one launch.
+inline constexpr int64_t kGemvMaxTokens = 8;
+// Throws INLAY_ERR_INTERNAL when dequant_gemm is needed and the scratch holds no row.
+MatmulPlan plan_matmul(DType weight, int64_t n_rows, int64_t n_cols, int64_t n_tokens, size_t scratch_floats);
+
+}  // namespace inlay::cuda_backend

@@ -1,0 +1,148 @@
+// The CUDA backend's host-side logic, on any machine (CI has the toolkit and no GPU):
+// batch packing, format and matmul-path choices, CUDA/cuBLAS error mapping, and what
+// opening a device does where there is none (a clear status; `auto` falls back to the
+// CPU). INLAY_TEST_EXPECT_GPU=1 marks a machine where a device must be found.
+#include <catch2/catch.hpp>
+
+#include <cstdlib>
+#include <string>
+
+#include "backend/cuda/cuda_backend.h"
+#include "backend/cuda/cuda_error.h"
+#include "core/error.h"
+#include "io/gguf_reader.h"
+#include "model/families/family.h"
+#include "model/make_executor.h"
+#include "support/gguf_fixtures.h"
+
+using namespace inlay;
+using namespace inlay::cuda_backend;
+
+namespace {
+
+bool expect_gpu() {
+    const char* v = std::getenv("INLAY_TEST_EXPECT_GPU");
+    return v && std::string(v) == "1";
+}
+
+inlay_status status_of_call(auto&& fn) {
+    try {
+        fn();
+        return INLAY_OK;
+    } catch (const Error& e) {
+        return e.status();
+    }
+}
+
+}  // namespace
+
+TEST_CASE("a batch is packed into one block, each array 16-byte aligned", "[cuda_host]") {
+    BatchBuilder bb;
+    const int32_t a = bb.add_sequence(std::vector<int32_t>{5, 6, 7}, 40);
+    const int32_t c = bb.add_sequence(std::vector<int32_t>{1}, 3);
+    bb.add_tokens(a, std::vector<int32_t>{11, 12, 13, 14, 15}, 35, 1);
+    bb.add_token(21, 2, c, true);
+    const BatchDesc d = bb.desc();
+    const BatchOffsets o = batch_offsets(d);
+    for (const size_t at : {o.tokens, o.positions, o.seq_of_token, o.kv_indptr, o.kv_indices, o.kv_len, o.logit_rows})
+        REQUIRE(at % 4 == 0);
+    REQUIRE(o.tokens == 0);
+    REQUIRE(o.positions == 8);     // 6 tokens, padded to 8
+    REQUIRE(o.seq_of_token == 16);
+    REQUIRE(o.kv_indptr == 24);    // 3 entries -> 4
+    REQUIRE(o.kv_indices == 28);   // 4 block ids
+    REQUIRE(o.kv_len == 32);       // 2 -> 4
+    REQUIRE(o.logit_rows == 36);   // 2 -> 4
+    REQUIRE(o.total == 40);
+    std::vector<int32_t> staging(o.total, -99);
+    pack_batch(d, o, staging.data());
+    auto slice = [&](size_t at, size_t n) { return std::vector<int32_t>(staging.begin() + static_cast<long>(at), staging.begin() + static_cast<long>(at + n)); };
+    REQUIRE(slice(o.tokens, 6) == std::vector<int32_t>{11, 12, 13, 14, 15, 21});
+    REQUIRE(slice(o.positions, 6) == std::vector<int32_t>{35, 36, 37, 38, 39, 2});
+    REQUIRE(slice(o.seq_of_token, 6) == std::vector<int32_t>{0, 0, 0, 0, 0, 1});
+    REQUIRE(slice(o.kv_indptr, 3) == std::vector<int32_t>{0, 3, 4});
+    REQUIRE(slice(o.kv_indices, 4) == std::vector<int32_t>{5, 6, 7, 1});
+    REQUIRE(slice(o.kv_len, 2) == std::vector<int32_t>{40, 3});
+    REQUIRE(slice(o.logit_rows, 2) == std::vector<int32_t>{4, 5});
+    REQUIRE(staging[6] == -99);  // padding untouched
+}
+
+TEST_CASE("every weight type the decoder uses has a device format; activation-only types none", "[cuda_host]") {
+    for (DType t : {DType::F32, DType::F16, DType::BF16, DType::Q8_0, DType::Q4_0, DType::Q4_K, DType::Q5_K,
+                    DType::Q6_K, DType::Q1_0}) {
+        INFO(dtype_name(t));
+        const auto f = weight_format(t);
+        REQUIRE(f.has_value());
+        // The kernels' block sizes agree with the dtype table's.
+        REQUIRE(cuda::weight_row_bytes(*f, 256) == *row_bytes(t, 256));
+    }
+    REQUIRE_FALSE(weight_format(DType::Q8_K).has_value());
+    REQUIRE_FALSE(weight_format(DType::Q8_1).has_value());
+}
+
+TEST_CASE("matmul paths: GEMV for few tokens, SGEMM for f32, dequantized chunks otherwise", "[cuda_host]") {
+    REQUIRE(plan_matmul(DType::Q4_K, 4096, 4096, 1, 0).path == MatmulPath::gemv);
+    REQUIRE(plan_matmul(DType::Q4_K, 4096, 4096, kGemvMaxTokens, 0).path == MatmulPath::gemv);
+    REQUIRE(plan_matmul(DType::F32, 4096, 4096, 9, 0).path == MatmulPath::gemm_f32);
+    const MatmulPlan p = plan_matmul(DType::Q8_0, 128256, 4096, 512, size_t{16} << 20);
+    REQUIRE(p.path == MatmulPath::dequant_gemm);
+    REQUIRE(p.rows_per_chunk == (int64_t{16} << 20) / 4096);
+    REQUIRE(plan_matmul(DType::Q8_0, 100, 4096, 512, size_t{16} << 20).rows_per_chunk == 100);
+    REQUIRE(status_of_call([] { (void)plan_matmul(DType::Q8_0, 100, 4096, 512, 100); }) == INLAY_ERR_INTERNAL);
+}
+
+TEST_CASE("CUDA and cuBLAS errors map to statuses that name the call", "[cuda_host]") {
+    REQUIRE(status_of(cudaSuccess) == INLAY_OK);
+    REQUIRE(status_of(cudaErrorMemoryAllocation) == INLAY_ERR_OUT_OF_MEMORY);
+    REQUIRE(status_of(cudaErrorNoDevice) == INLAY_ERR_UNSUPPORTED);
+    REQUIRE(status_of(cudaErrorInsufficientDriver) == INLAY_ERR_UNSUPPORTED);
+    REQUIRE(status_of(cudaErrorNoKernelImageForDevice) == INLAY_ERR_UNSUPPORTED);
+    REQUIRE(status_of(cudaErrorInvalidDevice) == INLAY_ERR_INVALID_ARGUMENT);
+    REQUIRE(status_of(cudaErrorIllegalAddress) == INLAY_ERR_INTERNAL);
+    REQUIRE(status_of(CUBLAS_STATUS_ALLOC_FAILED) == INLAY_ERR_OUT_OF_MEMORY);
+    REQUIRE(status_of(CUBLAS_STATUS_NOT_SUPPORTED) == INLAY_ERR_UNSUPPORTED);
+    REQUIRE(status_of(CUBLAS_STATUS_EXECUTION_FAILED) == INLAY_ERR_INTERNAL);
+    try {
+        check_cuda(cudaErrorMemoryAllocation, "cudaMalloc (weights)");
+        FAIL("no throw");
+    } catch (const Error& e) {
+        REQUIRE(e.status() == INLAY_ERR_OUT_OF_MEMORY);
+        REQUIRE(std::string(e.what()).find("cudaMalloc (weights)") != std::string::npos);
+        REQUIRE(std::string(e.what()).find("cudaErrorMemoryAllocation") != std::string::npos);
+    }
+    try {
+        check_cublas(CUBLAS_STATUS_INVALID_VALUE, "cublasSgemm");
+        FAIL("no throw");
+    } catch (const Error& e) {
+        REQUIRE(e.status() == INLAY_ERR_INTERNAL);
+        REQUIRE(std::string(e.what()).find("cublasSgemm: CUBLAS_STATUS_INVALID_VALUE") != std::string::npos);
+    }
+}
+
+TEST_CASE("without a CUDA device: a clear status, and auto runs on the CPU", "[cuda_host]") {
+    REQUIRE(cuda_backend_built());
+    std::string why;
+    const int n = CudaBackend::device_count(&why);
+    if (expect_gpu()) {
+        REQUIRE(n > 0);
+        return;
+    }
+    REQUIRE(n == 0);
+    REQUIRE_FALSE(why.empty());
+    try {
+        CudaBackend b(0);
+        FAIL("a CudaBackend opened without a device");
+    } catch (const Error& e) {
+        REQUIRE(e.status() == INLAY_ERR_UNSUPPORTED);
+        REQUIRE(std::string(e.what()).find("no CUDA device 0") != std::string::npos);
+    }
+    // Through the executor factory, on a real (tiny) model.
+    const auto bytes = test::make_tiny_llama_gguf(test::TinyLlamaOptions{});
+    const auto file = GgufFile::from_bytes(bytes, "tiny");
+    DecoderSpec spec = spec_from_gguf_metadata(file->metadata());
+    spec.n_vocab = test::TinyLlamaOptions{}.n_vocab;
+    REQUIRE(status_of_call([&] { (void)make_executor(DeviceRequest{DeviceKind::cuda, 0, 1}, spec, *file); }) ==
+            INLAY_ERR_UNSUPPORTED);
+    const auto ex = make_executor(DeviceRequest{DeviceKind::automatic, 0, 1}, spec, *file);
+    REQUIRE(ex->kv_device() == "cpu");
+}
