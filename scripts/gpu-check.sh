@@ -1,0 +1,200 @@
+#!/usr/bin/env bash
+# The prepared GPU run: every GPU test and the GPU benchmark in one command on a machine
+# with an NVIDIA GPU, every failure reported with its numbers, and a short table.
+#
+#   scripts/gpu-check.sh prepare           here (toolkit, no GPU needed): builds build-gpu/
+#                                          (Release, kernels for sm_90, portable x86-64-v3
+#                                          host code) and bundles what runs there into
+#                                          .gpu-bundle/ (git-ignored): the test programs,
+#                                          the inlay tool and libinlay, their non-system
+#                                          shared libraries and a subset of ../shared/testdata.
+#   scripts/gpu-check.sh run [--dry-run]   there (the device tool, with carry [".gpu-bundle"]):
+#                                          runs it all; results under $OUT (else
+#                                          .gpu-bundle/out; the bundle unpacks to
+#                                          /tmp): gpu-check.md (the table),
+#                                          one log per step, nvidia-smi.txt.
+#                                          --dry-run: the same here, without a GPU (the GPU
+#                                          tests must then skip, everything else pass).
+#
+# The GPU machine has the CUDA toolkit (cuBLAS, NVRTC), CMake and Python but none of
+# inlay's other dependencies and no package registry, so the programs are built here and
+# travel with the libraries they need (the working tree plus the bundle stay under the
+# device tool's 64 MiB). A run ends within ~8 minutes: each step has a time limit and the
+# steps left when the budget is spent are reported as not run.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+root=$(pwd)
+carried=.gpu-bundle          # what travels: one compressed archive of the bundle
+bundle=build-gpu/bundle      # where prepare lays the bundle out (and run, here, unpacks it)
+mode=${1:-}
+
+prepare() {
+  set -e
+  local build=build-gpu
+  cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DINLAY_CUDA=ON -DINLAY_CUDA_ARCHS=90 \
+    -DINLAY_NATIVE=OFF -DCMAKE_C_FLAGS=-march=x86-64-v3 -DCMAKE_CXX_FLAGS=-march=x86-64-v3 \
+    -DINLAY_BENCH=OFF -DINLAY_WERROR=ON >/dev/null
+  cmake --build "$build" -j"$(nproc)"
+  rm -rf "$bundle"
+  mkdir -p "$bundle/build/tests" "$bundle/build/tools" "$bundle/build/capi" "$bundle/lib" "$bundle/shared/testdata"
+  # The programs the run uses (the CPU-only suites stay behind: CI runs them).
+  local t
+  for t in kernels/test_kernels_host kernels/test_kernels_gpu test_cuda_host test_backend_cuda test_model \
+           test_runtime test_cli; do
+    cp "$build/tests/$t" "$bundle/build/tests/"
+  done
+  cp "$build"/tests/test_capi_* "$bundle/build/tests/"
+  cp "$build/tools/inlay" "$bundle/build/tools/"
+  cp -P "$build"/capi/libinlay.so* "$bundle/build/capi/"
+  if [ -d "$build/examples" ]; then
+    mkdir -p "$bundle/build/examples"
+    find "$build/examples" -maxdepth 1 -type f -perm -u+x -exec cp {} "$bundle/build/examples/" \;
+  fi
+  find "$bundle/build" -type f -perm -u+x -exec strip --strip-unneeded {} + 2>/dev/null || true
+  # Shared libraries that are neither glibc's nor the CUDA toolkit's (which is there).
+  find "$bundle/build" -type f -perm -u+x -print0 | xargs -0 ldd 2>/dev/null | awk '/=> \// {print $3}' | sort -u |
+    grep -v -E '/(libc|libm|libdl|librt|libpthread|ld-linux[^/]*)\.so' | grep -v -E '^/usr/local/cuda' |
+    while read -r lib; do cp -L "$lib" "$bundle/lib/"; done
+  # Test data: the small models and their references (skips say what is absent).
+  local td=../shared/testdata
+  for f in README.md models/stories260K.gguf models/stories260K.greedy.txt models/llama-2-tiny-random.gguf \
+           chat; do
+    [ -e "$td/$f" ] && mkdir -p "$bundle/shared/testdata/$(dirname "$f")" && cp -r "$td/$f" "$bundle/shared/testdata/$f"
+  done
+  if [ -d "$td/llamacpp-refs" ]; then
+    mkdir -p "$bundle/shared/testdata/llamacpp-refs"
+    find "$td/llamacpp-refs" -maxdepth 1 -type f ! -name 'llama-r256-f32.gguf' ! -name '*-bf16.gguf' \
+      ! -name '*-f16.gguf' -exec cp {} "$bundle/shared/testdata/llamacpp-refs/" \;
+  fi
+  {
+    echo "commit $(git rev-parse HEAD)$(git diff --quiet HEAD || echo ' (with uncommitted changes)')"
+    echo "prepared $(date -u +%Y-%m-%dT%H:%MZ) on $(uname -m), $(nvcc --version | tail -1)"
+    echo "build dir $root/$build"
+  } >"$bundle/manifest.txt"
+  rm -rf "$carried"
+  mkdir -p "$carried"
+  tar -C "$bundle" -cJf "$carried/bundle.tar.xz" .
+  local bytes tree
+  bytes=$(du -sb "$carried" | cut -f1)
+  tree=$(git ls-files -z | xargs -0 du -cb 2>/dev/null | tail -1 | cut -f1)
+  echo "gpu-check: bundle $((bytes / 1048576)) MiB + working tree $((tree / 1048576)) MiB (the device tool takes 64 MiB)"
+  if [ $((bytes + tree)) -gt $((62 * 1048576)) ]; then
+    echo "gpu-check: too large to travel; drop test data from the bundle" >&2
+    exit 1
+  fi
+}
+
+# run_step NAME SECONDS COMMAND...: runs one step, logs it, appends its row to the table.
+run_step() {
+  local name=$1 limit=$2
+  shift 2
+  local now=$SECONDS
+  if [ $((now - start)) -ge "$budget" ]; then
+    echo "| $name | not run | 0 | the run's ${budget} s budget was spent |" >>"$table"
+    return
+  fi
+  local left=$((budget - (now - start)))
+  [ "$limit" -gt "$left" ] && limit=$left
+  local log="$out/$name.log" rc
+  timeout --kill-after=10 "$limit" "$@" >"$log" 2>&1
+  rc=$?
+  local took=$((SECONDS - now)) result detail=""
+  case $rc in
+    0) result=pass ;;
+    77) result=skip; detail=$(grep -m1 -i 'skipped' "$log" | tr '|' '/' | cut -c1-160) ;;
+    124|137) result=FAIL; detail="timed out after ${limit} s" ;;
+    *) result=FAIL
+       # Catch2: the first failed check with its expansion; C tests: their CHECK lines.
+       detail=$(grep -m3 -E 'FAILED|failed|with expansion|CHECK failed|error' "$log" | tr '\n|' '  ' | cut -c1-220) ;;
+  esac
+  [ "$result" = FAIL ] && failures=$((failures + 1))
+  echo "| $name | $result | $took | $detail |" >>"$table"
+  echo "gpu-check: $name: $result (${took} s)"
+}
+
+run() {
+  local dry=0
+  [ "${1:-}" = "--dry-run" ] && dry=1
+  if [ ! -f "$carried/bundle.tar.xz" ]; then
+    echo "gpu-check: no $carried/bundle.tar.xz here; run 'scripts/gpu-check.sh prepare' first" >&2
+    exit 2
+  fi
+  bundle=/tmp/inlay-gpu-bundle
+  rm -rf "$bundle"
+  mkdir -p "$bundle"
+  tar -C "$bundle" -xJf "$carried/bundle.tar.xz"
+  out=${OUT:-$root/$carried/out}
+  mkdir -p "$out"
+  table="$out/gpu-check.md"
+  start=$SECONDS
+  budget=${GPU_CHECK_BUDGET:-450}
+  failures=0
+  export LD_LIBRARY_PATH="$bundle/lib:$bundle/build/capi${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  export INLAY_SHARED_DIR="$bundle/shared"
+  export INLAY_SOURCE_DIR="$root"
+  export INLAY_BINARY_DIR="$bundle/build"
+  [ $dry -eq 0 ] && export INLAY_TEST_EXPECT_GPU=1
+  # C tests write scratch files under the build directory they were compiled in.
+  mkdir -p "$(sed -n 's/^build dir //p' "$bundle/manifest.txt")" 2>/dev/null || true
+  local t="$bundle/build/tests"
+  {
+    echo "# gpu-check $(date -u +%Y-%m-%dT%H:%MZ)"
+    echo
+    sed 's/^/    /' "$bundle/manifest.txt"
+    echo
+    if command -v nvidia-smi >/dev/null; then
+      nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.max.sm --format=csv,noheader | sed 's/^/    GPU: /'
+    else
+      echo "    GPU: none (nvidia-smi absent)"
+    fi
+    [ $dry -eq 1 ] && echo "    DRY RUN: no GPU expected; GPU tests must skip"
+    echo
+    echo "| step | result | seconds | first failure or skip reason |"
+    echo "| --- | --- | --- | --- |"
+  } >"$table"
+  command -v nvidia-smi >/dev/null && nvidia-smi >"$out/nvidia-smi.txt" 2>&1
+  # The GPU's own tests first: the kernels alone, the backend's host logic, every op of
+  # the backend against float64.
+  run_step kernels_host 120 "$t/test_kernels_host"
+  run_step kernels_gpu 120 "$t/test_kernels_gpu"
+  run_step cuda_host 60 "$t/test_cuda_host"
+  run_step backend_cuda 120 "$t/test_backend_cuda"
+  # Whole models on the device: device auto takes the GPU wherever the backend has the
+  # kernels, so these suites compare CUDA against float64 references, llama.cpp's logits
+  # and the engine-free reference, each within the backend's contract.
+  run_step capi_device 60 "$t/test_capi_device"
+  run_step model 180 "$t/test_model"
+  run_step runtime 180 "$t/test_runtime"
+  for c in "$t"/test_capi_*; do
+    [ "$(basename "$c")" = test_capi_device ] && continue
+    run_step "$(basename "$c" | sed 's/^test_//')" 60 "$c"
+  done
+  run_step cli 120 "$t/test_cli"
+  run_step generate_cuda 30 "$bundle/build/tools/inlay" generate -m models/default-q8_0.gguf -p "You will" -n 16 \
+    --device "$([ $dry -eq 1 ] && echo cpu || echo cuda)" --json
+  # The GPU benchmark: synthetic weights made on the device from a shape name.
+  # (A dry run benchmarks the tiny shape on the CPU: the same code, in seconds.)
+  if "$bundle/build/tools/inlay" bench --help 2>/dev/null | grep -q -- --synthetic; then
+    local shape=llama3-8b bdev=cuda
+    [ $dry -eq 1 ] && shape=tiny bdev=cpu
+    for dtype in f16 q8_0 q4_k; do
+      run_step "bench_${shape}_$dtype" 90 "$bundle/build/tools/inlay" bench --synthetic "$shape" --dtype "$dtype" \
+        --device "$bdev" -p 2048 -n 64 --batch 64 -r 3 --json
+      [ -s "$out/bench_${shape}_$dtype.log" ] && grep '^{' "$out/bench_${shape}_$dtype.log" >"$out/bench_${shape}_$dtype.json"
+    done
+    run_step "bench_qwen3-8b_q1_0" 90 "$bundle/build/tools/inlay" bench --synthetic "$([ $dry -eq 1 ] && echo tiny || echo qwen3-8b)" \
+      --dtype q1_0 --device "$bdev" -p 512 -n 64 --batch 1 -r 3 --json
+  else
+    echo "| bench | not built | 0 | inlay bench --synthetic does not exist yet |" >>"$table"
+  fi
+  echo >>"$table"
+  echo "$failures failing step(s); $((SECONDS - start)) s" >>"$table"
+  cat "$table"
+  [ "$failures" -eq 0 ]
+}
+
+case "$mode" in
+  prepare) prepare ;;
+  run) shift; run "$@" ;;
+  *) echo "usage: $0 prepare | run [--dry-run]" >&2; exit 2 ;;
+esac
