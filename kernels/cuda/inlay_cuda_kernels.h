@@ -151,8 +151,22 @@ cudaError_t swiglu_fused(const float* gate_up, int64_t in_stride, int64_t n_toke
 // KV (attention_has_builtin); other shapes (head_dim a multiple of 32 up to 256, any
 // group up to 32, block_size a power of two) are compiled at load time with NVRTC
 // (nvrtc_sources.h) and passed as `kernel` (a cudaKernel_t from cudaLibraryGetKernel, or
-// any paged_attention_kernel instantiation); without one they return cudaErrorNotSupported.
+// any paged_attention_kernel instantiation).
+// Without a built-in kernel and without `kernel`, a generic kernel serves every shape with
+// head_dim even in [2, 256], group 1..32, any block_size >= 1, f16/f32 KV (head_dim, group
+// and block_size are run-time values; paged_attention_generic.cu). Same CTA per (token,
+// kv head), the group sharing each K/V load (tiles of up to 32 keys staged in shared
+// memory as f32), online softmax in f32 in log2 units; its rounding differs from the
+// templated kernels': q.k sums in f32 in dimension order with fmaf (no butterfly), per
+// tile l = l * exp2f(m - M) + (xor-butterfly sum of the tile's exp2f(score - M)), and
+// acc = acc * exp2f(m - M) then + p * v with fmaf in key order. Other shapes return
+// cudaErrorNotSupported.
 [[nodiscard]] bool attention_has_builtin(int32_t head_dim, int32_t group, int32_t block_size, KvType type);
+
+// Whether attention_decode / _split / _prefill run a shape without a `kernel` argument:
+// true for every shape with a built-in kernel (attention_has_builtin) and every shape the
+// generic kernel serves (head_dim even in [2, 256], group 1..32, block_size >= 1, f16/f32).
+[[nodiscard]] bool attention_supported(int32_t head_dim, int32_t group, int32_t block_size, KvType type);
 
 // How to split the keys of each (token, kv head) among CTAs. keys_per_split is a multiple
 // of block_size; split i covers keys [i * keys_per_split, (i + 1) * keys_per_split).

@@ -2,6 +2,7 @@
 #include "inlay_cuda_kernels.h"
 #include "launch_util.h"
 #include "paged_attention.cuh"
+#include "paged_attention_generic.h"
 
 namespace inlay::cuda {
 namespace {
@@ -53,17 +54,22 @@ bool valid_batch(const TokenBatch& b) {
 }
 
 // Validates the arguments and fills the kernel's argument block (without the split).
+// kernel: the one given, else the built-in one, else null with generic = true when the
+// generic kernel serves the shape.
 cudaError_t prepare(const float* q, int64_t q_stride, int32_t n_q_heads, const PagedKvLayer& kv,
                     const TokenBatch& batch, float scale, float* out, int64_t out_stride, const void*& kernel,
-                    PagedAttentionArgs& a) {
+                    bool& generic, PagedAttentionArgs& a) {
     if (!q || !out || !kv.k || !kv.v || !valid_batch(batch)) return cudaErrorInvalidValue;
     if (kv.n_kv_heads <= 0 || n_q_heads <= 0 || n_q_heads % kv.n_kv_heads != 0) return cudaErrorInvalidValue;
     if (kv.n_kv_heads > detail::kMaxGridYZ || kv.head_dim <= 0 || kv.block_size <= 0) return cudaErrorInvalidValue;
+    if (kv.type != KvType::f16 && kv.type != KvType::f32) return cudaErrorInvalidValue;
     const int64_t row = static_cast<int64_t>(n_q_heads) * kv.head_dim;
     if (q_stride < row || out_stride < row) return cudaErrorInvalidValue;
     if (!detail::aligned(kv.k, 16) || !detail::aligned(kv.v, 16)) return cudaErrorInvalidValue;
-    if (!kernel) kernel = builtin_kernel(kv.head_dim, n_q_heads / kv.n_kv_heads, kv.block_size, kv.type);
-    if (!kernel) return cudaErrorNotSupported;
+    const int32_t group = n_q_heads / kv.n_kv_heads;
+    if (!kernel) kernel = builtin_kernel(kv.head_dim, group, kv.block_size, kv.type);
+    generic = !kernel && detail::attention_generic_supported(kv.head_dim, group, kv.block_size, kv.type);
+    if (!kernel && !generic) return cudaErrorNotSupported;
     a = PagedAttentionArgs{};
     a.q = q;
     a.q_stride = q_stride;
@@ -87,7 +93,9 @@ cudaError_t prepare(const float* q, int64_t q_stride, int32_t n_q_heads, const P
     return cudaSuccess;
 }
 
-cudaError_t launch_main(const void* kernel, PagedAttentionArgs& a, cudaStream_t stream) {
+cudaError_t launch_main(const void* kernel, bool generic, const PagedKvLayer& kv, PagedAttentionArgs& a,
+                        cudaStream_t stream) {
+    if (generic) return detail::launch_attention_generic(a, kv.block_size, kv.type, stream);
     void* args[] = {&a};
     const dim3 grid(static_cast<unsigned>(a.n_tokens), static_cast<unsigned>(a.n_kv_heads),
                     static_cast<unsigned>(a.n_splits));
@@ -101,14 +109,21 @@ bool attention_has_builtin(int32_t head_dim, int32_t group, int32_t block_size, 
     return builtin_kernel(head_dim, group, block_size, type) != nullptr;
 }
 
+bool attention_supported(int32_t head_dim, int32_t group, int32_t block_size, KvType type) {
+    if (type != KvType::f16 && type != KvType::f32) return false;
+    return builtin_kernel(head_dim, group, block_size, type) != nullptr ||
+           detail::attention_generic_supported(head_dim, group, block_size, type);
+}
+
 cudaError_t attention_decode(const float* q, int64_t q_stride, int32_t n_q_heads, const PagedKvLayer& kv,
                              const TokenBatch& batch, float scale, float* out, int64_t out_stride, cudaStream_t stream,
                              const void* kernel) {
     PagedAttentionArgs a;
-    const cudaError_t err = prepare(q, q_stride, n_q_heads, kv, batch, scale, out, out_stride, kernel, a);
+    bool generic = false;
+    const cudaError_t err = prepare(q, q_stride, n_q_heads, kv, batch, scale, out, out_stride, kernel, generic, a);
     if (err != cudaSuccess) return err;
     if (batch.n_tokens == 0) return cudaSuccess;
-    return launch_main(kernel, a, stream);
+    return launch_main(kernel, generic, kv, a, stream);
 }
 
 cudaError_t attention_decode_split(const float* q, int64_t q_stride, int32_t n_q_heads, const PagedKvLayer& kv,
@@ -120,13 +135,14 @@ cudaError_t attention_decode_split(const float* q, int64_t q_stride, int32_t n_q
     if (!scratch || plan.keys_per_split <= 0 || kv.block_size <= 0 || plan.keys_per_split % kv.block_size != 0)
         return cudaErrorInvalidValue;
     PagedAttentionArgs a;
-    cudaError_t err = prepare(q, q_stride, n_q_heads, kv, batch, scale, out, out_stride, kernel, a);
+    bool generic = false;
+    cudaError_t err = prepare(q, q_stride, n_q_heads, kv, batch, scale, out, out_stride, kernel, generic, a);
     if (err != cudaSuccess) return err;
     if (batch.n_tokens == 0) return cudaSuccess;
     a.n_splits = plan.n_splits;
     a.keys_per_split = plan.keys_per_split;
     a.scratch = scratch;
-    err = launch_main(kernel, a, stream);
+    err = launch_main(kernel, generic, kv, a, stream);
     if (err != cudaSuccess) return err;
     const int64_t pairs = static_cast<int64_t>(batch.n_tokens) * n_q_heads;
     if (pairs > detail::kMaxGridX) return cudaErrorInvalidValue;

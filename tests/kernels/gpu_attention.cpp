@@ -1,5 +1,5 @@
-// Paged attention (decode, split + merge, prefill, NVRTC-compiled variants) against a
-// float64 softmax over the stored K/V.
+// Paged attention (decode, split + merge, prefill; built-in, generic and NVRTC-compiled
+// kernels) against a float64 softmax over the stored K/V.
 // UNVERIFIED until run on a GPU (see gpu_main.cpp).
 #include <algorithm>
 #include <cmath>
@@ -243,6 +243,61 @@ TEST_CASE("paged attention: every built-in shape, decode, prefill and split", "[
                 INFO("planned split " << planned.n_splits << " x " << planned.keys_per_split);
                 pb.check(run(pb, Mode::split, planned));
             }
+}
+
+// Decode, prefill, three fixed splits (in whole blocks) and the planned split of one shape
+// run without a kernel argument.
+static void check_all_modes(const Problem& pb) {
+    {
+        INFO("decode");
+        pb.check(run(pb, Mode::decode, {}));
+    }
+    {
+        INFO("prefill");
+        pb.check(run(pb, Mode::prefill, {}));
+    }
+    const int bs = pb.block_size;
+    const auto whole_blocks = [bs](int keys) { return (keys + bs - 1) / bs * bs; };
+    const int len = pb.max_len();
+    for (const int keys : {whole_blocks((len + 2) / 3), whole_blocks(16), whole_blocks(len / 2 + 1)}) {
+        const AttentionSplitPlan plan{(len + keys - 1) / keys, keys};
+        INFO("split " << plan.n_splits << " x " << plan.keys_per_split);
+        pb.check(run(pb, Mode::split, plan));
+    }
+    const AttentionSplitPlan planned =
+        plan_attention_split(pb.max_len(), static_cast<int64_t>(pb.tokens.size()) * pb.n_kv, sm_count(), bs, 32, 64);
+    INFO("planned split " << planned.n_splits << " x " << planned.keys_per_split);
+    pb.check(run(pb, Mode::split, planned));
+}
+
+TEST_CASE("paged attention: generic kernel (run-time head_dim, group, block size)", "[kernels][gpu][attention]") {
+    const uint64_t seed = test_seed();
+    INFO("seed " << seed);
+    Rng rng(seed);
+    for (int hd : {8, 16, 48, 96})
+        for (int g : {1, 3, 8})
+            for (int bs : {1, 4, 16, 32})
+                for (KvType t : {KvType::f16, KvType::f32}) {
+                    INFO("head_dim " << hd << " group " << g << " block " << bs
+                                     << (t == KvType::f16 ? " f16" : " f32"));
+                    REQUIRE_FALSE(attention_has_builtin(hd, g, bs, t));
+                    REQUIRE(attention_supported(hd, g, bs, t));
+                    check_all_modes(Problem(hd, g, bs, t, rng));
+                }
+    // Edges: the smallest head_dim, block sizes that are not powers of two, the largest
+    // group and head_dim (more than 48 KiB of shared memory).
+    struct Shape {
+        int hd, g, bs;
+        KvType t;
+    };
+    for (const Shape s : {Shape{2, 1, 64, KvType::f32}, Shape{32, 5, 48, KvType::f16}, Shape{16, 2, 7, KvType::f16},
+                          Shape{256, 32, 3, KvType::f32}, Shape{256, 32, 16, KvType::f16},
+                          Shape{128, 3, 16, KvType::f16}, Shape{64, 8, 8, KvType::f32}}) {
+        INFO("head_dim " << s.hd << " group " << s.g << " block " << s.bs << (s.t == KvType::f16 ? " f16" : " f32"));
+        REQUIRE_FALSE(attention_has_builtin(s.hd, s.g, s.bs, s.t));
+        REQUIRE(attention_supported(s.hd, s.g, s.bs, s.t));
+        check_all_modes(Problem(s.hd, s.g, s.bs, s.t, rng));
+    }
 }
 
 TEST_CASE("paged attention compiled by NVRTC at load time", "[kernels][gpu][attention][nvrtc]") {

@@ -65,6 +65,41 @@ TEST_CASE("attention kernels built by nvcc", "[kernels][api]") {
     CHECK_FALSE(attention_has_builtin(128, 3, 16, KvType::f16));
     CHECK_FALSE(attention_has_builtin(128, 8, 8, KvType::f32));
     CHECK_FALSE(attention_has_builtin(256, 8, 16, KvType::f32));
+    CHECK_FALSE(attention_has_builtin(16, 1, 16, KvType::f16));
+}
+
+TEST_CASE("attention shapes served without a kernel argument", "[kernels][api]") {
+    // Every built-in shape.
+    for (int32_t hd : {64, 128})
+        for (int32_t g : {1, 2, 4, 8})
+            for (KvType t : {KvType::f16, KvType::f32}) CHECK(attention_supported(hd, g, 16, t));
+    // The generic kernel: head_dim even in [2, 256], group 1..32, any block_size >= 1.
+    for (int32_t hd = 2; hd <= 256; hd += 2)
+        for (int32_t g : {1, 2, 3, 5, 7, 8, 16, 31, 32})
+            for (int32_t bs : {1, 3, 4, 16, 32, 48, 64, 1000})
+                for (KvType t : {KvType::f16, KvType::f32}) {
+                    CAPTURE(hd, g, bs, static_cast<int>(t));
+                    CHECK(attention_supported(hd, g, bs, t));
+                }
+    // The shapes of the test models.
+    for (int32_t hd : {8, 16, 32, 48})
+        for (int32_t g = 1; g <= 8; ++g)
+            for (int32_t bs = 1; bs <= 64; ++bs) CHECK(attention_supported(hd, g, bs, KvType::f16));
+    // Outside: odd or out-of-range head_dim, group, block size, an unknown KV type.
+    for (int32_t hd : {-2, 0, 1, 3, 63, 97, 255, 257, 258, 512}) {
+        CAPTURE(hd);
+        CHECK_FALSE(attention_supported(hd, 1, 16, KvType::f16));
+        CHECK_FALSE(attention_supported(hd, 4, 16, KvType::f32));
+    }
+    for (int32_t g : {-1, 0, 33, 64}) {
+        CAPTURE(g);
+        CHECK_FALSE(attention_supported(64, g, 16, KvType::f16));
+    }
+    for (int32_t bs : {-16, -1, 0}) {
+        CAPTURE(bs);
+        CHECK_FALSE(attention_supported(64, 1, bs, KvType::f16));
+    }
+    CHECK_FALSE(attention_supported(64, 1, 16, static_cast<KvType>(7)));
 }
 
 TEST_CASE("launchers reject bad arguments before launching", "[kernels][api]") {
@@ -121,10 +156,27 @@ TEST_CASE("launchers reject bad arguments before launching", "[kernels][api]") {
     }
     SECTION("attention") {
         const PagedKvLayer kv = fake_kv(128, 2, 16, KvType::f16);
-        CHECK(attention_decode(f, 12 * 128, 12, fake_kv(96, 2, 16, KvType::f16), batch, 0.1f, f, 12 * 96, nullptr) ==
-              cudaErrorNotSupported);  // head_dim 96 is NVRTC only
-        CHECK(attention_decode(f, 6 * 128, 6, kv, batch, 0.1f, f, 6 * 128, nullptr) ==
-              cudaErrorNotSupported);  // group 3
+        // Shapes neither built in nor served by the generic kernel (returned before launching).
+        CHECK(attention_decode(f, 12 * 97, 12, fake_kv(97, 2, 16, KvType::f16), batch, 0.1f, f, 12 * 97, nullptr) ==
+              cudaErrorNotSupported);  // odd head_dim
+        CHECK(attention_decode(f, 4 * 258, 4, fake_kv(258, 2, 16, KvType::f32), batch, 0.1f, f, 4 * 258, nullptr) ==
+              cudaErrorNotSupported);  // head_dim > 256
+        CHECK(attention_decode(f, 66 * 128, 66, kv, batch, 0.1f, f, 66 * 128, nullptr) ==
+              cudaErrorNotSupported);  // group 33
+        CHECK(attention_prefill(f, 66 * 128, 66, kv, batch, 0.1f, f, 66 * 128, nullptr) == cudaErrorNotSupported);
+        CHECK(attention_decode_split(f, 66 * 128, 66, kv, batch, 0.1f, AttentionSplitPlan{3, 128}, f, f, 66 * 128,
+                                     nullptr) == cudaErrorNotSupported);
+        PagedKvLayer bad_type = kv;
+        bad_type.type = static_cast<KvType>(7);
+        CHECK(attention_decode(f, 8 * 128, 8, bad_type, batch, 0.1f, f, 8 * 128, nullptr) == cudaErrorInvalidValue);
+        // Generic shapes (head_dim 16, group 3, block 5) pass the checks: with no tokens
+        // nothing is launched.
+        const PagedKvLayer small = fake_kv(16, 2, 5, KvType::f16);
+        CHECK(attention_decode(f, 6 * 16, 6, small, fake_batch(0), 0.1f, f, 6 * 16, nullptr) == cudaSuccess);
+        CHECK(attention_prefill(f, 6 * 16, 6, small, fake_batch(0), 0.1f, f, 6 * 16, nullptr) == cudaSuccess);
+        CHECK(attention_decode_split(f, 6 * 16, 6, small, fake_batch(0), 0.1f, AttentionSplitPlan{2, 10}, f, f, 6 * 16,
+                                     nullptr) == cudaSuccess);
+        CHECK(attention_decode(f, 6 * 16 - 1, 6, small, batch, 0.1f, f, 6 * 16, nullptr) == cudaErrorInvalidValue);
         CHECK(attention_decode(f, 7 * 128, 7, kv, batch, 0.1f, f, 7 * 128, nullptr) ==
               cudaErrorInvalidValue);  // 7 q heads over 2 kv heads
         CHECK(attention_decode(f, 8 * 128 - 1, 8, kv, batch, 0.1f, f, 8 * 128, nullptr) == cudaErrorInvalidValue);

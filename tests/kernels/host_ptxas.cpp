@@ -1,5 +1,5 @@
 // ptxas's resource report of the build: no kernel of kernels/cuda spills, on any
-// architecture it was built for, and sm_80 and sm_90 are among them.
+// architecture it was built for (every one in INLAY_CUDA_ARCHS, at least one).
 //
 // The reports are written while the library compiles (kernels/cuda/ptxas_report.sh,
 // nvcc --resource-usage), one file per .cu in INLAY_PTXAS_REPORT_DIR, so this check
@@ -87,15 +87,21 @@ TEST_CASE("no kernel spills registers on any architecture (ptxas report of the b
         if (!digits.empty()) built.insert("sm_" + digits);
     }
     INFO("INLAY_CUDA_ARCHS=" << INLAY_CUDA_ARCHS);
-    REQUIRE(built.count("sm_80") == 1);
-    REQUIRE(built.count("sm_90") == 1);
+    REQUIRE(!built.empty());  // every configured architecture is checked below
 
     // Kernels expected per architecture in each file (a report that misses them is stale
     // or was not parsed).
-    const std::map<std::string, int> expected = {
-        {"paged_attention.cu", 17},                                                   // 16 shapes + the merge kernel
-        {"gemv_float.cu", 12},      {"gemv_block32.cu", 12}, {"gemv_kquant.cu", 12},  // 3 formats x NT 1,2,4,8
-        {"embed_rows.cu", 9},       {"rms_norm.cu", 2},      {"swiglu.cu", 2},       {"qk_norm_rope_kv_append.cu", 1}};
+    // paged_attention.cu: 16 shapes + the merge kernel; paged_attention_generic.cu: f16, f32
+    // KV; gemv_*.cu: 3 formats x NT 1,2,4,8.
+    const std::map<std::string, int> expected = {{"paged_attention.cu", 17},
+                                                 {"paged_attention_generic.cu", 2},
+                                                 {"gemv_float.cu", 12},
+                                                 {"gemv_block32.cu", 12},
+                                                 {"gemv_kquant.cu", 12},
+                                                 {"embed_rows.cu", 9},
+                                                 {"rms_norm.cu", 2},
+                                                 {"swiglu.cu", 2},
+                                                 {"qk_norm_rope_kv_append.cu", 1}};
     const std::vector<std::string> sources = split(INLAY_DEVICE_SOURCES, '|');
     REQUIRE(sources.size() == expected.size());
     for (const std::string& src : sources) {
