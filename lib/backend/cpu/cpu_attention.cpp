@@ -14,6 +14,7 @@
 #define INLAY_ATTN_AVX2 1
 #endif
 
+#include "backend/common/op_checks.h"
 #include "backend/cpu/cpu_backend.h"
 #include "core/error.h"
 #include "core/half.h"
@@ -83,9 +84,7 @@ void mad_f16(uint16_t* acc, const uint16_t* v, float p, int64_t n) {
 
 
 void require_batch_fits(const CpuBackend::KvStorage& kv, const CpuBackend::Batch& batch, const char* op) {
-    if (batch.block_size != kv.geometry().block_size || batch.n_blocks > kv.n_blocks())
-        fail(INLAY_ERR_INTERNAL, "{}: a batch prepared for {} blocks of {} given a store of {} blocks of {}", op,
-             batch.n_blocks, batch.block_size, kv.n_blocks(), kv.geometry().block_size);
+    inlay::require_batch_fits(batch.block_size, batch.n_blocks, kv.geometry(), kv.n_blocks(), op);
 }
 
 }  // namespace

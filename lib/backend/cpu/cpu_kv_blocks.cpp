@@ -3,6 +3,7 @@
 // block in the canonical layout, so all three are plain copies.
 #include <cstring>
 
+#include "backend/common/op_checks.h"
 #include "backend/cpu/cpu_backend.h"
 #include "core/error.h"
 
@@ -10,8 +11,7 @@ namespace inlay {
 namespace {
 
 void require_block(const CpuBackend::KvStorage& kv, int64_t block, const char* op) {
-    if (block < 0 || block >= kv.n_blocks())
-        fail(INLAY_ERR_INTERNAL, "{}: block {} outside the storage of {} blocks", op, block, kv.n_blocks());
+    require_kv_block(block, kv.n_blocks(), op);
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include <immintrin.h>
 #endif
 
+#include "backend/common/op_checks.h"
 #include "backend/cpu/cpu_backend.h"
 #include "core/error.h"
 #include "quant/quantize.h"
@@ -21,8 +22,7 @@ void require_size(const CpuBackend::Buffer& b, int64_t n, const char* op, const 
 }
 
 void require_norm_weight(const CpuBackend::Weight& weight, int64_t dim, const char* op) {
-    if (weight.type != DType::F32 || weight.n_cols * weight.n_rows != dim)
-        fail(INLAY_ERR_INTERNAL, "{}: weight of {} elements for rows of {}", op, weight.n_cols * weight.n_rows, dim);
+    require_f32_vector(weight.type, weight.n_cols * weight.n_rows, dim, op);
 }
 
 // y = x / rms(x) * w for one row; y may be x.

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "backend/common/op_checks.h"
 #include "backend/cuda/cuda_error.h"
 #include "core/error.h"
 #include "quant/quantize.h"
@@ -298,8 +299,7 @@ void CudaBackend::resize_kv(KvStorage& kv, int64_t n_blocks) {
 namespace {
 
 void require_block(const CudaBackend::KvStorage& kv, int64_t block, const char* op) {
-    if (block < 0 || block >= kv.n_blocks())
-        fail(INLAY_ERR_INTERNAL, "{}: block {} outside the storage of {} blocks", op, block, kv.n_blocks());
+    require_kv_block(block, kv.n_blocks(), op);
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 // kernels/cuda (or cuBLAS) on the backend's stream and returns without waiting.
 #include <algorithm>
 
+#include "backend/common/op_checks.h"
 #include "backend/cuda/cuda_backend.h"
 #include "backend/cuda/cuda_error.h"
 #include "core/error.h"
@@ -19,14 +20,11 @@ void require_size(const CudaBackend::Buffer& b, int64_t n, const char* op, const
 }
 
 void require_norm_weight(const CudaBackend::Weight& w, int64_t dim, const char* op) {
-    if (w.type != DType::F32 || w.n_cols * w.n_rows != dim)
-        fail(INLAY_ERR_INTERNAL, "{}: weight of {} elements for rows of {}", op, w.n_cols * w.n_rows, dim);
+    require_f32_vector(w.type, w.n_cols * w.n_rows, dim, op);
 }
 
 void require_batch_fits(const CudaBackend::KvStorage& kv, const CudaBackend::Batch& batch, const char* op) {
-    if (batch.block_size != kv.geometry().block_size || batch.n_blocks > kv.n_blocks())
-        fail(INLAY_ERR_INTERNAL, "{}: a batch prepared for {} blocks of {} given a store of {} blocks of {}", op,
-             batch.n_blocks, batch.block_size, kv.n_blocks(), kv.geometry().block_size);
+    inlay::require_batch_fits(batch.block_size, batch.n_blocks, kv.geometry(), kv.n_blocks(), op);
 }
 
 cuda::WeightFormat format_of(const CudaBackend::Weight& w) {
@@ -167,10 +165,9 @@ void CudaBackend::attention(const Buffer& q, const KvStorage& kv, int64_t layer,
     require_size(out, n * n_heads * g.head_dim, "attention", "out");
     const auto group = static_cast<int32_t>(n_heads / g.n_kv_heads);
     const cuda::KvType type = g.dtype == DType::F16 ? cuda::KvType::f16 : cuda::KvType::f32;
-    if (!cuda::attention_has_builtin(static_cast<int32_t>(g.head_dim), group, static_cast<int32_t>(g.block_size), type))
+    if (!cuda::attention_supported(static_cast<int32_t>(g.head_dim), group, static_cast<int32_t>(g.block_size), type))
         fail(INLAY_ERR_UNSUPPORTED,
-             "the CUDA backend has no attention kernel for head_dim {}, {} query heads per KV head, blocks of {} "
-             "(load-time NVRTC variants are not wired in yet)",
+             "the CUDA backend has no attention kernel for head_dim {}, {} query heads per KV head, blocks of {}",
              g.head_dim, group, g.block_size);
     make_current();
     const int64_t q_stride = n_heads * g.head_dim;

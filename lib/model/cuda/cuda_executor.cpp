@@ -20,11 +20,9 @@ std::unique_ptr<Executor> make_cuda_executor(int device_index, const DecoderSpec
         fail(INLAY_ERR_UNSUPPORTED, "no CUDA device {}: {} usable{}{}", device_index, n_devices, why.empty() ? "" : "; ",
              why);
     const int64_t group = spec.n_kv_heads > 0 ? spec.n_heads / spec.n_kv_heads : 0;
-    if (!cuda::attention_has_builtin(static_cast<int32_t>(spec.head_dim), static_cast<int32_t>(group),
-                                     static_cast<int32_t>(BackendExecutor<CudaBackend>::kBlockSize), cuda::KvType::f16))
-        fail(INLAY_ERR_UNSUPPORTED,
-             "device cuda:{}: no attention kernel for head_dim {} with {} query heads per KV head is built in "
-             "(load-time NVRTC variants are not wired in yet)",
+    if (!cuda::attention_supported(static_cast<int32_t>(spec.head_dim), static_cast<int32_t>(group),
+                                   static_cast<int32_t>(BackendExecutor<CudaBackend>::kBlockSize), cuda::KvType::f16))
+        fail(INLAY_ERR_UNSUPPORTED, "device cuda:{}: no attention kernel for head_dim {} with {} query heads per KV head",
              device_index, spec.head_dim, group);
     return std::make_unique<BackendExecutor<CudaBackend>>(std::make_unique<CudaBackend>(device_index), spec, source);
 }
