@@ -58,6 +58,7 @@ prepare() {
   # Test data: the small models and their references (skips say what is absent).
   local td=../shared/testdata
   for f in README.md models/stories260K.gguf models/stories260K.greedy.txt models/llama-2-tiny-random.gguf \
+           models/stories15M-q8_0.gguf \
            chat; do
     [ -e "$td/$f" ] && mkdir -p "$bundle/shared/testdata/$(dirname "$f")" && cp -r "$td/$f" "$bundle/shared/testdata/$f"
   done
@@ -101,7 +102,7 @@ run_step() {
   local took=$((SECONDS - now)) result detail=""
   case $rc in
     0) result=pass ;;
-    77) result=skip; detail=$(grep -m1 -i 'skipped' "$log" | tr '|' '/' | cut -c1-160) ;;
+    77) result=skip; detail=$(grep -m1 -i -E 'skipped|no cuda device' "$log" | tr '|' '/' | cut -c1-160) ;;
     124|137) result=FAIL; detail="timed out after ${limit} s" ;;
     *) result=FAIL
        # Catch2: the first failed check with its expansion; C tests: their CHECK lines.
@@ -182,8 +183,10 @@ run() {
         --device "$bdev" -p 2048 -n 64 --batch 64 -r 3 --json
       [ -s "$out/bench_${shape}_$dtype.log" ] && grep '^{' "$out/bench_${shape}_$dtype.log" >"$out/bench_${shape}_$dtype.json"
     done
-    run_step "bench_qwen3-8b_q1_0" 90 "$bundle/build/tools/inlay" bench --synthetic "$([ $dry -eq 1 ] && echo tiny || echo qwen3-8b)" \
-      --dtype q1_0 --device "$bdev" -p 512 -n 64 --batch 1 -r 3 --json
+    local qshape=qwen3-8b
+    [ $dry -eq 1 ] && qshape=tiny
+    run_step "bench_${qshape}_q1_0" 90 "$bundle/build/tools/inlay" bench --synthetic "$qshape" --dtype q1_0 \
+      --device "$bdev" -p 512 -n 64 --batch 1 -r 3 --json
   else
     echo "| bench | not built | 0 | inlay bench --synthetic does not exist yet |" >>"$table"
   fi
