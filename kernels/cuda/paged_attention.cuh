@@ -174,20 +174,9 @@ __global__ void __launch_bounds__(kThreads, 2) paged_attention_kernel(const Page
     const int split = static_cast<int>(blockIdx.z);
 
     // The keys this CTA attends to: [kb, ke).
-    const int seq = __ldg(a.seq_of_token + t);
-    const int pos = __ldg(a.positions + t);
-    const int table = __ldg(a.kv_indptr + seq);
-    const int n_blocks = __ldg(a.kv_indptr + seq + 1) - table;
-    long long len = pos < 0 ? 0 : static_cast<long long>(pos) + 1;
-    const long long kv_len = __ldg(a.kv_len + seq);
-    if (len > kv_len) len = kv_len;
-    if (len > static_cast<long long>(n_blocks) * BLOCK_SIZE) len = static_cast<long long>(n_blocks) * BLOCK_SIZE;
-    if (len < 0) len = 0;
-    long long kb = 0, ke = len;
-    if (a.n_splits > 1) {
-        kb = static_cast<long long>(split) * a.keys_per_split;
-        ke = kb + a.keys_per_split < len ? kb + a.keys_per_split : len;
-    }
+    const CtaKeys keys = cta_keys(a, t, split, BLOCK_SIZE);
+    const int table = keys.table;
+    const long long kb = keys.begin, ke = keys.end;
 
     float q[GROUP][E];
     const float* qp = a.q + t * a.q_stride + static_cast<long long>(g) * GROUP * HEAD_DIM + lane * E;

@@ -34,6 +34,36 @@ struct PagedAttentionArgs {
     int head_dim;  // for the merge kernel (the main kernel has it as a template argument)
 };
 
+#if defined(__CUDACC__) || defined(__CUDACC_RTC__)
+// The keys [begin, end) that the CTA of token t and split `split` attends to (the token's
+// causal prefix, capped by its sequence's KV length and block table), and where that
+// sequence's block table starts in kv_indices. Shared by the built-in and the generic
+// kernels so that both cut the keys the same way.
+struct CtaKeys {
+    int table;
+    long long begin;
+    long long end;
+};
+
+__device__ inline CtaKeys cta_keys(const PagedAttentionArgs& a, int t, int split, long long block_size) {
+    const int seq = __ldg(a.seq_of_token + t);
+    const int pos = __ldg(a.positions + t);
+    const int table = __ldg(a.kv_indptr + seq);
+    const int n_blocks = __ldg(a.kv_indptr + seq + 1) - table;
+    long long len = pos < 0 ? 0 : static_cast<long long>(pos) + 1;
+    const long long kv_len = __ldg(a.kv_len + seq);
+    if (len > kv_len) len = kv_len;
+    if (len > static_cast<long long>(n_blocks) * block_size) len = static_cast<long long>(n_blocks) * block_size;
+    if (len < 0) len = 0;
+    CtaKeys k{table, 0, len};
+    if (a.n_splits > 1) {
+        k.begin = static_cast<long long>(split) * a.keys_per_split;
+        k.end = k.begin + a.keys_per_split < len ? k.begin + a.keys_per_split : len;
+    }
+    return k;
+}
+#endif
+
 }  // namespace attn
 }  // namespace cuda
 }  // namespace inlay
