@@ -103,8 +103,7 @@ typename Decoder<B>::Workspace Decoder<B>::make_workspace(int64_t max_tokens, in
     ws.ffn = backend_.alloc(max_tokens * s.n_ff);
     ws.rows = backend_.alloc(max_logit_rows * s.n_embd * 2);
     ws.logits = backend_.alloc(max_logit_rows * s.n_vocab);
-    ws.scratch = backend_.alloc_scratch(
-        ScratchShape{max_tokens, std::max({s.n_embd, s.q_dim(), s.n_ff}), s.n_ff, s.n_heads, s.head_dim});
+    ws.scratch = backend_.alloc_scratch(ScratchShape{max_tokens, wide, s.n_ff, s.n_heads, s.head_dim});
     return ws;
 }
 

@@ -32,15 +32,6 @@ DeviceRequest parse_device(std::string_view text) {
     fail(INLAY_ERR_INVALID_ARGUMENT, "unknown device '{}' (auto, cpu, cuda or cuda:N)", text);
 }
 
-std::string device_request_name(const DeviceRequest& r) {
-    switch (r.kind) {
-        case DeviceKind::automatic: return "auto";
-        case DeviceKind::cpu: return "cpu";
-        case DeviceKind::cuda: return "cuda:" + std::to_string(r.index);
-    }
-    return "?";
-}
-
 #if INLAY_HAVE_CUDA_BACKEND
 bool cuda_backend_built() { return true; }
 #else

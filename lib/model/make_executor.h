@@ -22,8 +22,6 @@ struct DeviceRequest {
 
 // "auto", "cpu", "cuda" or "cuda:N"; INLAY_ERR_INVALID_ARGUMENT otherwise.
 DeviceRequest parse_device(std::string_view text);
-// "auto", "cpu", "cuda:N".
-std::string device_request_name(const DeviceRequest& request);
 
 // Whether this build has the CUDA backend (the toolkit was found at build time).
 bool cuda_backend_built();

@@ -69,21 +69,22 @@ std::vector<std::string> synthetic_shape_names() {
     return names;
 }
 
-void SyntheticWeights::add(const std::string& name, DType type, int64_t n_cols, int64_t n_rows, uint64_t seed) {
+void SyntheticWeights::add(const std::string& name, DType type, int64_t n_cols, int64_t n_rows, uint64_t seed,
+                           float center, float a) {
     const auto stride = row_bytes(type, n_cols);
     if (!stride)
         fail(INLAY_ERR_SHAPE_MISMATCH, "synthetic tensor '{}': rows of {} do not fit {} blocks", name, n_cols,
              dtype_name(type));
     // A set of template rows, quantized once; row r of the matrix copies template
-    // (r * 7) mod n_templates (values ~ uniform(-a, a) with a = sqrt(3 / n_cols), so
-    // activations keep their scale through the layers).
+    // (r * 7) mod n_templates.
     const int64_t n_templates = std::min<int64_t>(n_rows, 64);
     std::vector<std::byte> templates(*stride * static_cast<size_t>(n_templates));
     std::vector<float> row(static_cast<size_t>(n_cols));
     uint64_t state = seed * 0x9E3779B97F4A7C15ULL + 1;
-    const float a = std::sqrt(3.0f / static_cast<float>(n_cols));
+    if (a == 0.0f) a = std::sqrt(3.0f / static_cast<float>(n_cols));
     for (int64_t t = 0; t < n_templates; ++t) {
-        for (float& v : row) v = a * (static_cast<float>(next(state) >> 40) / static_cast<float>(1 << 23) - 1.0f);
+        for (float& v : row)
+            v = center + a * (static_cast<float>(next(state) >> 40) / static_cast<float>(1 << 23) - 1.0f);
         quant::quantize_row(type, row.data(), templates.data() + static_cast<size_t>(t) * *stride, n_cols);
     }
     const size_t bytes = *stride * static_cast<size_t>(n_rows);
@@ -109,31 +110,24 @@ SyntheticWeights::SyntheticWeights(const DecoderSpec& s, DType matrix_type, uint
     tensors_.reserve(static_cast<size_t>(3 + 11 * s.n_layers));
     storage_.reserve(tensors_.capacity());
     uint64_t k = seed * 1000;
-    // Norm weights near 1: f32 values 1 + small noise, via the f32 "quantizer" (a copy).
     add("token_embd.weight", matrix_type, s.n_embd, s.n_vocab, ++k);
-    add("output_norm.weight", DType::F32, s.n_embd, 1, ++k);
+    add_norm("output_norm.weight", s.n_embd, ++k);
     add("output.weight", matrix_type, s.n_embd, s.n_vocab, ++k);
     for (int64_t l = 0; l < s.n_layers; ++l) {
         auto name = [&](const char* suffix) { return gguf_layer_tensor(l, suffix); };
-        add(name("attn_norm"), DType::F32, s.n_embd, 1, ++k);
+        add_norm(name("attn_norm"), s.n_embd, ++k);
         add(name("attn_q"), matrix_type, s.n_embd, s.q_dim(), ++k);
         add(name("attn_k"), matrix_type, s.n_embd, s.kv_dim(), ++k);
         add(name("attn_v"), matrix_type, s.n_embd, s.kv_dim(), ++k);
         add(name("attn_output"), matrix_type, s.q_dim(), s.n_embd, ++k);
-        add(name("ffn_norm"), DType::F32, s.n_embd, 1, ++k);
+        add_norm(name("ffn_norm"), s.n_embd, ++k);
         add(name("ffn_gate"), matrix_type, s.n_embd, s.n_ff, ++k);
         add(name("ffn_up"), matrix_type, s.n_embd, s.n_ff, ++k);
         add(name("ffn_down"), matrix_type, s.n_ff, s.n_embd, ++k);
         if (s.qk_norm) {
-            add(name("attn_q_norm"), DType::F32, s.head_dim, 1, ++k);
-            add(name("attn_k_norm"), DType::F32, s.head_dim, 1, ++k);
+            add_norm(name("attn_q_norm"), s.head_dim, ++k);
+            add_norm(name("attn_k_norm"), s.head_dim, ++k);
         }
-    }
-    // Norm weights: shift the uniform noise to 1 +- small.
-    for (TensorView& t : tensors_) {
-        if (t.type != DType::F32 || t.n_dims != 1) continue;
-        auto* f = reinterpret_cast<float*>(const_cast<std::byte*>(t.data));
-        for (int64_t i = 0; i < t.ne[0]; ++i) f[i] = 1.0f + 0.1f * f[i];
     }
     metadata_.set("general.name", MetadataValue::from_string("synthetic " + s.architecture));
     build_index();

@@ -35,7 +35,11 @@ public:
     [[nodiscard]] uint64_t file_bytes() const override { return bytes_; }
 
 private:
-    void add(const std::string& name, DType type, int64_t n_cols, int64_t n_rows, uint64_t seed);
+    // Values center + uniform(-a, a), a = sqrt(3 / n_cols) for matrices (activations keep
+    // their scale through the layers) and 0.1 for norm weights (center 1).
+    void add(const std::string& name, DType type, int64_t n_cols, int64_t n_rows, uint64_t seed, float center = 0.0f,
+             float a = 0.0f);
+    void add_norm(const std::string& name, int64_t n, uint64_t seed) { add(name, DType::F32, n, 1, seed, 1.0f, 0.1f); }
 
     Metadata metadata_;
     std::vector<TensorView> tensors_;

@@ -14,6 +14,7 @@
 
 #include "app.h"
 #include "args.h"
+#include "device_option.h"
 #include "core/error.h"
 #include "model/make_executor.h"
 #include "model/synthetic_weights.h"
@@ -66,7 +67,7 @@ int run(const SyntheticBench& b) {
         throw UsageError("--synthetic must name a shape (" + names + "), not '" + b.shape + "'");
     }
     const DType type = parse_matrix_type(b.dtype);
-    DeviceRequest request = parse_device(b.device);
+    DeviceRequest request = device_option(b.device);
     request.n_threads = b.n_threads;
 
     const auto t_load = Clock::now();

@@ -9,6 +9,7 @@
 
 #include "app.h"
 #include "args.h"
+#include "device_option.h"
 
 namespace inlay::cli {
 namespace {
@@ -40,16 +41,11 @@ private:
 }  // namespace
 
 void apply_device(const std::string& text, ModelOptions& options) {
-    if (text == "auto") options.device = INLAY_DEVICE_AUTO;
-    else if (text == "cpu") options.device = INLAY_DEVICE_CPU;
-    else if (text == "cuda") options.device = INLAY_DEVICE_CUDA;
-    else if (text.starts_with("cuda:") && text.size() > 5 && text.size() <= 9 &&
-             text.find_first_not_of("0123456789", 5) == std::string::npos) {
-        options.device = INLAY_DEVICE_CUDA;
-        options.device_index = std::stoi(text.substr(5));
-    } else {
-        throw UsageError("--device must be auto, cpu, cuda or cuda:N, not '" + text + "'");
-    }
+    const inlay::DeviceRequest r = device_option(text);
+    options.device = r.kind == inlay::DeviceKind::cpu    ? INLAY_DEVICE_CPU
+                     : r.kind == inlay::DeviceKind::cuda ? INLAY_DEVICE_CUDA
+                                                         : INLAY_DEVICE_AUTO;
+    options.device_index = r.index;
 }
 
 LoadedModel load_model(const std::string& path, int32_t n_threads, int32_t context_length, bool show_progress,

@@ -16,6 +16,14 @@ void require_batch_fits(int64_t batch_block_size, int64_t batch_n_blocks, const 
              batch_n_blocks, batch_block_size, store_blocks, geometry.block_size);
 }
 
+size_t require_matrix_layout(const TensorView& view) {
+    const auto stride = row_bytes(view.type, view.row_length());
+    if (!stride || *stride * static_cast<size_t>(view.n_rows()) != view.nbytes)
+        fail(INLAY_ERR_SHAPE_MISMATCH, "tensor '{}': {} bytes do not hold {} rows of {} {} elements", view.name,
+             view.nbytes, view.n_rows(), view.row_length(), dtype_name(view.type));
+    return *stride;
+}
+
 void require_f32_vector(DType type, int64_t n_elements, int64_t want, const char* op) {
     if (type != DType::F32 || n_elements != want)
         fail(INLAY_ERR_INTERNAL, "{}: a {} weight of {} elements where {} f32 are needed", op, dtype_name(type),

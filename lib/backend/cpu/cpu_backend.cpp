@@ -11,6 +11,7 @@
 
 #include <unistd.h>
 
+#include "backend/common/op_checks.h"
 #include "core/error.h"
 #include "core/half.h"
 #include "quant/quantize.h"
@@ -48,16 +49,13 @@ CpuBackend::Buffer CpuBackend::alloc(int64_t n_floats) {
 }
 
 CpuBackend::Weight CpuBackend::upload_matrix(const TensorView& view) {
-    const auto stride = row_bytes(view.type, view.row_length());
-    if (!stride || *stride * static_cast<size_t>(view.n_rows()) != view.nbytes)
-        fail(INLAY_ERR_SHAPE_MISMATCH, "tensor '{}': {} bytes do not hold {} rows of {} {} elements", view.name,
-             view.nbytes, view.n_rows(), view.row_length(), dtype_name(view.type));
+    const size_t stride = require_matrix_layout(view);
     (void)quant::vec_dot_type(view.type);  // throws INLAY_ERR_UNSUPPORTED for types without kernels
     Weight w;
     w.type = view.type;
     w.n_cols = view.row_length();
     w.n_rows = view.n_rows();
-    w.row_stride = *stride;
+    w.row_stride = stride;
     w.data = view.data;
     return w;
 }
@@ -113,7 +111,6 @@ void CpuBackend::prepare_batch(const BatchDesc& desc, const BatchLimits& limits,
     copy(desc.seq_of_token, batch.seq_of_token);
     copy(desc.kv_indptr, batch.kv_indptr);
     copy(desc.kv_indices, batch.kv_indices);
-    copy(desc.kv_len, batch.kv_len);
     copy(desc.logit_rows, batch.logit_rows);
     batch.block_size = limits.block_size;
     batch.n_blocks = limits.n_blocks;

@@ -71,7 +71,7 @@ public:
     // The step's batch: a validated copy of the description, plus each token's write
     // slot (block id and slot) resolved once for every layer's KV append.
     struct Batch {
-        std::vector<int32_t> tokens, positions, seq_of_token, kv_indptr, kv_indices, kv_len, logit_rows;
+        std::vector<int32_t> tokens, positions, seq_of_token, kv_indptr, kv_indices, logit_rows;
         std::vector<int32_t> slot_block, slot_index;  // per token
         int64_t block_size = 0;
         int64_t n_blocks = 0;  // the store's block count it was validated against

@@ -111,10 +111,7 @@ void CudaBackend::synchronize() {
 }
 
 CudaBackend::Weight CudaBackend::upload_matrix(const TensorView& view) {
-    const auto stride = row_bytes(view.type, view.row_length());
-    if (!stride || *stride * static_cast<size_t>(view.n_rows()) != view.nbytes)
-        fail(INLAY_ERR_SHAPE_MISMATCH, "tensor '{}': {} bytes do not hold {} rows of {} {} elements", view.name,
-             view.nbytes, view.n_rows(), view.row_length(), dtype_name(view.type));
+    const size_t stride = require_matrix_layout(view);
     if (!cuda_backend::weight_format(view.type))
         fail(INLAY_ERR_UNSUPPORTED, "tensor '{}': the CUDA backend has no kernels for {} weights", view.name,
              dtype_name(view.type));
@@ -123,7 +120,7 @@ CudaBackend::Weight CudaBackend::upload_matrix(const TensorView& view) {
     w.type = view.type;
     w.n_cols = view.row_length();
     w.n_rows = view.n_rows();
-    w.row_stride = *stride;
+    w.row_stride = stride;
     w.memory = shared_device(view.nbytes, "weights");
     check_cuda(cudaMemcpyAsync(w.memory.get(), view.data, view.nbytes, cudaMemcpyHostToDevice, stream_),
                "cudaMemcpyAsync (weights)");
@@ -132,15 +129,12 @@ CudaBackend::Weight CudaBackend::upload_matrix(const TensorView& view) {
 }
 
 CudaBackend::Weight CudaBackend::upload_vector(const TensorView& view) {
-    const auto stride = row_bytes(view.type, view.row_length());
-    if (!stride || *stride * static_cast<size_t>(view.n_rows()) != view.nbytes)
-        fail(INLAY_ERR_SHAPE_MISMATCH, "tensor '{}': {} bytes do not hold {} rows of {} {} elements", view.name,
-             view.nbytes, view.n_rows(), view.row_length(), dtype_name(view.type));
+    const size_t stride = require_matrix_layout(view);
     // Norm weights and rope factors are tiny: kept as f32 so the kernels need one path.
     const int64_t n = view.row_length() * view.n_rows();
     std::vector<float> f(static_cast<size_t>(n));
     for (int64_t r = 0; r < view.n_rows(); ++r)
-        quant::dequantize_row(view.type, view.data + static_cast<size_t>(r) * *stride,
+        quant::dequantize_row(view.type, view.data + static_cast<size_t>(r) * stride,
                               f.data() + r * view.row_length(), view.row_length());
     make_current();
     Weight w;
