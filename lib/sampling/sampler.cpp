@@ -54,24 +54,68 @@ Sampler::Sampler(const SamplingParams& params, int32_t n_vocab) : params_(params
     if (n_vocab <= 0) fail(INLAY_ERR_INVALID_ARGUMENT, "sampling: n_vocab must be positive (got {})", n_vocab);
 }
 
-int32_t Sampler::sample(std::span<const float> logits, std::span<const int32_t> history) {
+double TokenDistribution::prob(int32_t id) const noexcept {
+    const auto it = std::lower_bound(ids.begin(), ids.end(), id);
+    return it != ids.end() && *it == id ? probs[static_cast<size_t>(it - ids.begin())] : 0.0;
+}
+
+std::span<const float> Sampler::penalized(std::span<const float> logits, std::span<const int32_t> history) {
     if (logits.size() != static_cast<size_t>(n_vocab_))
         fail(INLAY_ERR_INVALID_ARGUMENT, "sampling: got {} logits for a vocabulary of {}", logits.size(), n_vocab_);
+    if (!penalties_active(params_)) return logits;
+    penalized_.assign(logits.begin(), logits.end());
+    apply_penalties(penalized_, history, params_, counts_);
+    return penalized_;
+}
 
-    std::span<const float> src = logits;
-    if (penalties_active(params_)) {
-        penalized_.assign(logits.begin(), logits.end());
-        apply_penalties(penalized_, history, params_, counts_);
-        src = penalized_;
-    }
+double Sampler::uniform() { return uniform53(rng_); }
 
-    if (params_.temperature <= 0.0f) {
+int32_t Sampler::sample(std::span<const float> logits, std::span<const int32_t> history) {
+    const std::span<const float> src = penalized(logits, history);
+    if (greedy()) {
         const int32_t token = argmax(src);
         if (token < 0) fail(INLAY_ERR_INTERNAL, "sampling: every logit is NaN");
         return token;
     }
-
     const double u = uniform53(rng_);  // drawn first so each sample consumes exactly one
+    if (const int32_t only = survivors(src); only >= 0) return only;
+    double total = 0.0;
+    for (const Candidate& c : cands_) total += c.weight;
+    const double target = u * total;
+    double sum = 0.0;
+    size_t last_positive = 0;
+    for (size_t i = 0; i < cands_.size(); ++i) {
+        sum += cands_[i].weight;
+        if (cands_[i].weight > 0.0) last_positive = i;
+        if (sum > target) return cands_[i].id;
+    }
+    return cands_[last_positive].id;  // rounding kept the sum from exceeding the target
+}
+
+void Sampler::distribution(std::span<const float> logits, std::span<const int32_t> history, TokenDistribution& out) {
+    const std::span<const float> src = penalized(logits, history);
+    if (greedy()) {
+        const int32_t token = argmax(src);
+        if (token < 0) fail(INLAY_ERR_INTERNAL, "sampling: every logit is NaN");
+        out.set_point(token);
+        return;
+    }
+    if (const int32_t only = survivors(src); only >= 0) {
+        out.set_point(only);
+        return;
+    }
+    double total = 0.0;
+    for (const Candidate& c : cands_) total += c.weight;
+    out.ids.clear();
+    out.probs.clear();
+    for (const Candidate& c : cands_) {
+        if (c.weight <= 0.0) continue;
+        out.ids.push_back(c.id);
+        out.probs.push_back(c.weight / total);
+    }
+}
+
+int32_t Sampler::survivors(std::span<const float> src) {
     const bool use_top_p = params_.top_p < 1.0f;
     const bool use_min_p = params_.min_p > 0.0f;
     const double log_min_p = use_min_p ? std::log(static_cast<double>(params_.min_p)) : 0.0;
@@ -126,17 +170,8 @@ int32_t Sampler::sample(std::span<const float> logits, std::span<const int32_t> 
     if (!in_id_order) put_in_id_order(src);
 
     const double inv_temp = 1.0 / static_cast<double>(params_.temperature);
-    double total = 0.0;
-    for (Candidate& c : cands_) total += c.weight = weight(c.logit, max_logit, inv_temp);
-    const double target = u * total;
-    double sum = 0.0;
-    size_t last_positive = 0;
-    for (size_t i = 0; i < cands_.size(); ++i) {
-        sum += cands_[i].weight;
-        if (cands_[i].weight > 0.0) last_positive = i;
-        if (sum > target) return cands_[i].id;
-    }
-    return cands_[last_positive].id;  // rounding kept the sum from exceeding the target
+    for (Candidate& c : cands_) c.weight = weight(c.logit, max_logit, inv_temp);
+    return -1;
 }
 
 // Reorders the survivors by id: a sort when there are few, else a pass over the

@@ -11,6 +11,20 @@
 
 namespace inlay {
 
+// A distribution over token ids: ids ascending, probs summing to 1 (only the tokens with
+// a chance; speculative decoding compares a draft's and the target's).
+struct TokenDistribution {
+    std::vector<int32_t> ids;
+    std::vector<double> probs;
+
+    // The probability of `id` (0 when it is not in the support).
+    [[nodiscard]] double prob(int32_t id) const noexcept;
+    void set_point(int32_t id) {
+        ids.assign(1, id);
+        probs.assign(1, 1.0);
+    }
+};
+
 // One per generation. Owns its random state and scratch buffers (no allocation per token
 // after the first). Not thread-safe.
 //
@@ -31,6 +45,16 @@ public:
     // are NaN this throws INLAY_ERR_INTERNAL. Deterministic for a given seed and inputs.
     int32_t sample(std::span<const float> logits, std::span<const int32_t> history);
 
+    // The distribution sample() draws from for these inputs: what survives the chain, with
+    // its weights normalised; a point mass where sample() has no choice (greedy, every
+    // logit -inf). Consumes no random numbers. Same errors as sample().
+    void distribution(std::span<const float> logits, std::span<const int32_t> history, TokenDistribution& out);
+    // The next uniform in [0, 1) from this sampler's random state (speculative decoding's
+    // acceptance tests draw from the target's sampler, so a seed fixes them too).
+    double uniform();
+    // Whether sample() is an argmax (temperature <= 0).
+    [[nodiscard]] bool greedy() const noexcept { return params_.temperature <= 0.0f; }
+
     [[nodiscard]] const SamplingParams& params() const noexcept { return params_; }
     [[nodiscard]] int32_t n_vocab() const noexcept { return n_vocab_; }
 
@@ -41,6 +65,12 @@ private:
         double weight;  // unnormalised probability: at temperature 1 for top_p, then at the temperature
     };
 
+    // The logits after the penalties (a view of `logits` when none are active).
+    std::span<const float> penalized(std::span<const float> logits, std::span<const int32_t> history);
+    // Runs the chain (top_k, top_p, min_p, temperature) over penalized logits: leaves the
+    // survivors in cands_, in id order, weighted at the temperature, and returns -1; or
+    // returns the token when there is no choice (every logit -inf).
+    int32_t survivors(std::span<const float> src);
     void select_top_k(std::span<const float> logits, size_t k);
     size_t top_p_keep(double target_mass);
     void put_in_id_order(std::span<const float> logits);

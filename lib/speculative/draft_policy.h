@@ -1,0 +1,67 @@
+// DraftPolicy: how many tokens one sequence should have drafted in its next step.
+//
+// Verifying k draft tokens costs one target pass over k+1 tokens plus, with a draft
+// model, k draft passes; it yields 1 + (accepted tokens). With a per-token acceptance
+// rate a, the expected yield of k proposals is (1 - a^(k+1)) / (1 - a) tokens, against a
+// cost of 1 + k * c target decode steps, c being the cost of one more verified token plus
+// one drafted token relative to a decode step (SpeculationCosts). The policy proposes the
+// k in [1, n_max] with the best yield per cost, and nothing when even that is no gain; then
+// it probes with k = 1 now and again (less often while probes keep failing), so a
+// sequence whose text becomes predictable gets speculation back.
+//
+// The acceptance rate is estimated from the verifications so far, the recent ones
+// weighing most: each round adds its accepted tokens to a success count and, when a token
+// was rejected, one failure (the geometric model's maximum likelihood), both decaying,
+// starting from a prior worth two tokens.
+#pragma once
+
+#include <cstdint>
+
+namespace inlay {
+
+struct SpeculationCosts {
+    double verify_token = 0.1;  // one more token in the target's pass, in target decode steps
+    double draft_token = 0.0;   // one draft pass, in target decode steps (0: prompt lookup)
+};
+
+class DraftPolicy {
+public:
+    // n_max >= 1 proposals per step at most, n_min at least (0: the policy may skip).
+    // prior_acceptance in (0, 1): the rate assumed before any verification (weighing as two
+    // observed tokens).
+    explicit DraftPolicy(int32_t n_max, int32_t n_min = 0, double prior_acceptance = 0.75);
+
+    // The proposals to make this step (0: decode without speculation), at most `limit`.
+    // Call once per step in which the sequence decodes.
+    int32_t next(const SpeculationCosts& costs, int32_t limit);
+    // The outcome of a verification: `proposed` tokens checked, the first `accepted` kept.
+    void record(int32_t proposed, int32_t accepted);
+    // A step with no proposal although next() asked for some (no lookup match, the draft
+    // was unsure of its first token): neither success nor failure.
+    void record_none() {}
+
+    [[nodiscard]] double acceptance() const;
+    [[nodiscard]] int32_t n_max() const { return n_max_; }
+    // Expected tokens per cost of proposing k at acceptance a (k = 0 gives 1).
+    [[nodiscard]] static double gain(double a, int32_t k, const SpeculationCosts& costs);
+
+private:
+    int32_t choose(const SpeculationCosts& costs, int32_t k_max);
+
+    static constexpr double kDecay = 0.8;        // weight of the past per verification
+    static constexpr double kMinGain = 1.03;     // speculate only for a 3% gain or more
+    static constexpr int32_t kFirstProbe = 4;    // decode steps between probes, at first
+    static constexpr int32_t kMaxProbe = 64;     // ... and at most
+
+    int32_t n_max_;
+    int32_t n_min_;
+    // The prior enters as observations that decay like the others, so a run of failures
+    // can bring the estimate near 0.
+    static constexpr double kPriorWeight = 2.0;
+    double successes_;
+    double failures_;
+    int32_t probe_interval_ = kFirstProbe;
+    int32_t steps_since_probe_ = 0;
+};
+
+}  // namespace inlay
