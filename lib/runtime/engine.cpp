@@ -71,7 +71,10 @@ Engine::~Engine() {
     }
     wake_.notify_all();
     scheduler_.join();
-    for (auto& seq : sequences_) pool_->release_all(seq->blocks_);
+    for (auto& seq : sequences_) {
+        pool_->release_all(seq->blocks_);
+        unbind_draft_locked(*seq);  // the scheduler is gone: nothing else runs
+    }
     try {
         pool_->remove_owner(owner_);
     } catch (...) {  // a bookkeeping bug must not escape a destructor
@@ -116,6 +119,7 @@ void Engine::close(Sequence* seq) {
     if (it == sequences_.end()) fail(INLAY_ERR_INTERNAL, "Engine::close: unknown sequence");
     require_idle(*seq, seq->active_, "close");
     pool_->release_all(seq->blocks_);
+    unbind_draft_locked(*seq);
     sequences_.erase(it);
 }
 
@@ -130,6 +134,11 @@ Sequence* Engine::fork(Sequence& source) {
         copy->blocks_.push_back(b);
     }
     copy->last_used_ = ++clock_;
+    copy->spec_ = source.spec_;  // the draft's KV is not shared: the copy's draft catches up
+    if (source.draft_) {
+        copy->draft_ = source.draft_;
+        ++copy->draft_->users;
+    }
     sequences_.push_back(std::move(copy));
     return sequences_.back().get();
 }
@@ -138,6 +147,7 @@ void Engine::reset(Sequence& seq) {
     std::lock_guard lock(mutex_);
     require_idle(seq, seq.active_, "reset");
     pool_->release_all(seq.blocks_);
+    trim_draft(seq, 0);
     seq.tokens_.clear();
     seq.n_cached_ = 0;
 }
@@ -149,6 +159,7 @@ void Engine::truncate(Sequence& seq, int64_t n_tokens) {
         fail(INLAY_ERR_INVALID_ARGUMENT, "truncate to {} tokens of a conversation of {}", n_tokens, seq.tokens_.size());
     seq.tokens_.resize(static_cast<size_t>(n_tokens));
     release_from(seq, n_tokens);
+    trim_draft(seq, n_tokens);
 }
 
 int64_t Engine::n_cached(const Sequence& seq) const {
@@ -250,6 +261,7 @@ void Engine::restore(Sequence& seq, const SequenceImage& image) {
         throw;
     }
     std::lock_guard lock(mutex_);
+    trim_draft(seq, 0);
     seq.tokens_ = image.tokens;
     seq.blocks_ = std::move(fresh);
     seq.n_cached_ = image.n_cached;
@@ -264,14 +276,22 @@ void Engine::submit(Sequence& seq, const std::shared_ptr<Request>& request) {
     if (!request) fail(INLAY_ERR_INTERNAL, "submit: no request");
     Request& req = *request;
     if (req.lookahead < 1) fail(INLAY_ERR_INVALID_ARGUMENT, "lookahead must be at least 1");
-    if (req.kind == Request::Kind::generate)
-        req.sampler_ = std::make_unique<Sampler>(req.sampling, static_cast<int32_t>(model_->spec().n_vocab));
+    const auto n_vocab = static_cast<int32_t>(model_->spec().n_vocab);
+    if (req.kind == Request::Kind::generate) req.sampler_ = std::make_unique<Sampler>(req.sampling, n_vocab);
     req.seq_ = &seq;
     req.submitted = Request::Clock::now();
     req.on_taken_ = [this] { notify_scheduler(); };
     {
         std::lock_guard lock(mutex_);
         require_idle(seq, seq.active_, "generate");
+        if (req.kind == Request::Kind::generate && seq.spec_.mode != SpeculationOptions::Mode::none) {
+            req.policy_ = std::make_unique<DraftPolicy>(seq.spec_.n_draft, seq.spec_.n_draft_min);
+            if (seq.spec_.mode == SpeculationOptions::Mode::draft_model) {
+                SamplingParams draft_sampling = req.sampling;
+                draft_sampling.seed ^= 0x9e3779b97f4a7c15ull;  // its own random stream
+                req.draft_sampler_ = std::make_unique<Sampler>(draft_sampling, n_vocab);
+            }
+        }
         seq.active_ = true;
         if (running_.empty() && waiting_.empty()) busy_since_ = std::chrono::steady_clock::now();
         req.arrival_ = next_arrival_++;
@@ -308,6 +328,7 @@ void Engine::finish(Request& request, int64_t keep) {
         if (request.admitted_) {
             seq.tokens_.resize(static_cast<size_t>(n));
             release_from(seq, n);
+            trim_draft(seq, n);
         }
     }
 }

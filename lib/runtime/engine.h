@@ -22,6 +22,11 @@
 // KV). A sequence that cannot get a block while it is the only one running fails with
 // INLAY_ERR_KV_FULL. Blocks held by other engines' running sequences are never taken.
 //
+// Speculative decoding (runtime/speculation.h): a sequence set to speculate gets draft
+// tokens proposed in its decode steps and verified in the same forward pass as everyone
+// else's tokens; how many is adapted per request (speculative/draft_policy.h) from its
+// acceptance and from what passes cost here (learnt from the passes this engine runs).
+//
 // Thread-safety: every public method may be called from any thread. Methods on an idle
 // sequence (fork, reset, truncate, snapshot, restore) require that no request of that
 // sequence is running (the Session enforces it).
@@ -69,6 +74,9 @@ struct EngineMetrics {
     double step_seconds_max = 0.0;
     double step_seconds_last = 0.0;
     double busy_seconds = 0.0;        // wall time with at least one request running
+    SpeculationStats speculation;     // every speculating request's proposals and acceptances
+    int64_t draft_passes = 0;         // forward passes of draft models
+    double draft_seconds = 0.0;       // their time
 };
 
 // Bytes and tokens of a sequence image (save/restore): tokens, n_cached and the KV of
@@ -106,6 +114,12 @@ public:
     void reset(Sequence& seq);
     void truncate(Sequence& seq, int64_t n_tokens);
     [[nodiscard]] int64_t n_cached(const Sequence& seq) const;
+    // How an idle sequence's later generate requests speculate (Mode::none: they do not).
+    // A draft model is checked against this model's vocabulary (INLAY_ERR_INVALID_ARGUMENT
+    // naming the difference) and gets a KV pool of its own in this engine, made on first
+    // use, with as many token slots as this engine's pool (INLAY_ERR_KV_FULL or
+    // INLAY_ERR_OUT_OF_MEMORY when that cannot be had). Forks inherit the setting.
+    void set_speculation(Sequence& seq, const SpeculationOptions& options);
     // The sequence's tokens and KV (idle). Blocks are pinned while being read.
     [[nodiscard]] SequenceImage snapshot(Sequence& seq);
     // Replaces an idle sequence's tokens and KV with an image of the same geometry
@@ -150,6 +164,26 @@ private:
     void notify_scheduler();
     [[nodiscard]] bool paused(const Request& req) const;
     [[nodiscard]] Request* youngest_running_after(const Request& req) const;
+    // Appends a sampled token to the request's sequence and queue and ends the request
+    // when it is an end of generation, the last of max_tokens or fills the context.
+    // Returns whether it ended.
+    bool emit_locked(Request& req, int32_t token);
+
+    // Speculation (speculation_step.cpp).
+    DraftContext& draft_context_locked(const std::shared_ptr<const Model>& draft);
+    void unbind_draft_locked(Sequence& seq);
+    // Keeps the draft KV of the first n tokens only.
+    void trim_draft(Sequence& seq, int64_t n_tokens);
+    // Releases idle sequences' draft KV in `ctx` until `want` blocks are available.
+    void release_idle_drafts_locked(DraftContext& ctx, int64_t want);
+    // Decides a decode entry's proposals (e.k_max) and reserves their target and draft
+    // blocks (from free memory only: speculation never preempts or evicts a sequence).
+    void plan_speculation_locked(Entry& e, int64_t budget, int64_t rows, int64_t n_decode);
+    // Proposes the drafts of this step's speculating entries (prompt lookup, or batched
+    // passes of each draft model). Scheduler thread, without the lock.
+    void draft_step(std::vector<Entry>& plan);
+    // Checks an entry's proposals against the target's rows and emits what is kept.
+    void verify_locked(Entry& e);
 
     std::shared_ptr<const Model> model_;
     std::shared_ptr<KvBlockPool> pool_;
@@ -163,6 +197,11 @@ private:
     std::string step_error_;
     double step_seconds_ = 0.0;
     std::shared_ptr<Pressure> pressure_;
+    StepCostModel step_cost_;                   // scheduler thread: the target's passes
+    int64_t spec_tokens_planned_ = 0;           // scheduler thread: proposals in this step's plan
+    int64_t step_draft_passes_ = 0;             // scheduler thread: this step's draft passes
+    double step_draft_seconds_ = 0.0;
+    std::vector<std::unique_ptr<DraftContext>> drafts_;  // under mutex_ (their insides: scheduler thread)
 
     mutable std::mutex mutex_;
     std::condition_variable wake_;

@@ -19,8 +19,10 @@
 #include <vector>
 
 #include "inlay/inlay.h"
+#include "runtime/speculation.h"
 #include "sampling/sampler.h"
 #include "sampling/sampling_params.h"
+#include "speculative/draft_policy.h"
 
 namespace inlay {
 
@@ -62,6 +64,7 @@ public:
     int64_t prefilled = 0;            // tokens computed before the first sample
     int64_t reused = 0;               // prompt tokens whose KV came from the prefix cache
     int64_t preemptions = 0;
+    SpeculationStats speculation;     // proposals checked and kept (speculating sequences)
     Clock::time_point submitted{}, first_token{}, ended{};
 
 private:
@@ -75,6 +78,15 @@ private:
     bool counted_prefill_ = false;
     int64_t reuse_pending_ = 0;    // prefix-cache tokens found while still waiting
     std::unique_ptr<Sampler> sampler_;
+    // Speculation (scheduler thread): how many to propose, the draft's own sampler (same
+    // params, another seed), and this step's proposals with the distributions they were
+    // drawn from (draft model, sampling) and the verified chunk (last token + proposals).
+    std::unique_ptr<DraftPolicy> policy_;
+    std::unique_ptr<Sampler> draft_sampler_;
+    std::vector<int32_t> drafts_;
+    std::vector<TokenDistribution> draft_q_;
+    std::vector<int32_t> verify_;
+    TokenDistribution target_p_;
     std::atomic<int64_t> produced_{0};
 
     // Shared with the caller.

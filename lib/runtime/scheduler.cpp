@@ -6,17 +6,9 @@
 
 #include "core/error.h"
 #include "runtime/engine.h"
+#include "runtime/engine_entry.h"
 
 namespace inlay {
-
-struct Engine::Entry {
-    std::shared_ptr<Request> req;
-    int64_t start = 0;      // n_cached before the step
-    int64_t n = 0;          // tokens in this step
-    int64_t row = -1;       // first logit row in step_logits_ (-1: none)
-    int64_t n_rows = 0;
-    int64_t first_logit_pos = 0;  // Kind::logits: position of the first row's token
-};
 
 namespace {
 
@@ -129,10 +121,13 @@ void Engine::admit_locked() {
 void Engine::plan_locked(std::vector<Entry>& plan, std::unique_lock<std::mutex>& lock) {
     int64_t budget = options_.step_tokens;
     int64_t rows = options_.max_logit_rows;
+    spec_tokens_planned_ = 0;
+    for (const auto& ctx : drafts_) ctx->planned_tokens = 0;
     // Decode tokens first (one each, lowest latency), then prefill chunks, oldest first.
     std::vector<std::shared_ptr<Request>> order;
     for (const auto& r : running_)
         if (static_cast<int64_t>(r->seq_->tokens_.size()) - r->seq_->n_cached_ == 1) order.push_back(r);
+    const auto n_decode = static_cast<int64_t>(order.size());
     for (const auto& r : running_)
         if (static_cast<int64_t>(r->seq_->tokens_.size()) - r->seq_->n_cached_ != 1) order.push_back(r);
 
@@ -163,13 +158,15 @@ void Engine::plan_locked(std::vector<Entry>& plan, std::unique_lock<std::mutex>&
         }
         e.n = n;
         if (!reserve_locked(*req, n, plan, lock)) continue;
+        // A decoding sequence that speculates: its proposals ride along with its token.
+        if (e.n == 1 && e.n_rows == 1 && e.start + 1 == n_tokens) plan_speculation_locked(e, budget, rows, n_decode);
         plan.push_back(std::move(e));
         // Recount: a preemption may have removed earlier entries.
         budget = options_.step_tokens;
         rows = options_.max_logit_rows;
         for (const Entry& p : plan) {
-            budget -= p.n;
-            rows -= p.n_rows;
+            budget -= p.n + p.k_max;
+            rows -= p.n_rows + p.k_max;
         }
     }
 }
@@ -232,6 +229,7 @@ void Engine::preempt_locked(Request& req) {
     Sequence& seq = *req.seq_;
     pool_->release_all(seq.blocks_);
     seq.n_cached_ = 0;
+    trim_draft(seq, seq.draft_cached_);  // blocks reserved for this step's drafting
     const auto it = std::find_if(running_.begin(), running_.end(), [&](const auto& r) { return r.get() == &req; });
     if (it == running_.end()) return;
     std::shared_ptr<Request> keep = *it;
@@ -303,14 +301,27 @@ void Engine::register_full_blocks(Sequence& seq, int64_t from_tokens) {
 
 void Engine::run_step(std::vector<Entry>& plan) {
     // Built without the lock: the planned sequences belong to this thread until apply.
+    const auto t_draft = Clock::now();
+    draft_step(plan);
+    const double draft_seconds = std::chrono::duration<double>(Clock::now() - t_draft).count();
     BatchBuilder& batch = step_batch_;
     batch.clear();
     for (Entry& e : plan) {
-        const Sequence& seq = *e.req->seq_;
-        const int32_t s = batch.add_sequence(seq.blocks_, e.start + e.n);
+        Request& req = *e.req;
+        const Sequence& seq = *req.seq_;
+        std::span<const int32_t> tokens =
+            std::span<const int32_t>(seq.tokens_).subspan(static_cast<size_t>(e.start), static_cast<size_t>(e.n));
+        if (!req.drafts_.empty()) {
+            // The base token and its proposals, each with a logit row.
+            req.verify_.assign(1, seq.tokens_.back());
+            req.verify_.insert(req.verify_.end(), req.drafts_.begin(), req.drafts_.end());
+            tokens = req.verify_;
+            e.n_rows = static_cast<int64_t>(tokens.size());
+        }
+        const auto n = static_cast<int64_t>(tokens.size());
+        const int32_t s = batch.add_sequence(seq.blocks_, e.start + n);
         if (e.n_rows > 0) e.row = batch.n_logit_rows();
-        batch.add_tokens(s, std::span<const int32_t>(seq.tokens_).subspan(static_cast<size_t>(e.start), static_cast<size_t>(e.n)),
-                         e.start, e.n_rows);
+        batch.add_tokens(s, tokens, e.start, e.n_rows);
     }
     const auto t0 = Clock::now();
     step_status_ = INLAY_OK;
@@ -328,25 +339,33 @@ void Engine::run_step(std::vector<Entry>& plan) {
         step_error_ = e.what();
     }
     step_seconds_ = std::chrono::duration<double>(Clock::now() - t0).count();
+    if (step_status_ == INLAY_OK) step_cost_.add(batch.n_tokens(), step_seconds_);
+    step_seconds_ += draft_seconds;  // the step's time includes its drafting
 }
 
 void Engine::apply_locked(std::vector<Entry>& plan) {
     const auto t0 = Clock::now();
     const int64_t n_vocab = model_->spec().n_vocab;
-    const Tokenizer& tok = model_->tokenizer();
     for (Entry& e : plan) {
         Request& req = *e.req;
         Sequence& seq = *req.seq_;
         if (step_status_ != INLAY_OK) {
             release_from(seq, seq.n_cached_);
+            trim_draft(seq, static_cast<int64_t>(seq.tokens_.size()));
             end_locked(req, StopReason::none, step_status_, step_error_);
             continue;
         }
-        seq.n_cached_ = e.start + e.n;
-        register_full_blocks(seq, e.start);
         const bool decode = e.n == 1 && e.start >= req.prompt_end_;
         if (!decode) counters_.tokens_prefilled += e.n;
         if (req.generated.empty()) req.prefilled += e.n;
+        if (!req.drafts_.empty()) {
+            verify_locked(e);
+            continue;
+        }
+        seq.n_cached_ = e.start + e.n;
+        release_from(seq, seq.n_cached_);  // blocks reserved for proposals that did not come
+        register_full_blocks(seq, e.start);
+        if (e.drafts()) trim_draft(seq, static_cast<int64_t>(seq.tokens_.size()));
         const auto n_tokens = static_cast<int64_t>(seq.tokens_.size());
 
         if (req.kind == Request::Kind::logits) {
@@ -373,25 +392,36 @@ void Engine::apply_locked(std::vector<Entry>& plan) {
             end_locked(req, StopReason::none, err.status(), err.what());
             continue;
         }
-        if (req.generated.empty()) req.first_token = Clock::now();
         seq.tokens_.push_back(token);
-        req.generated.push_back(token);
-        ++counters_.tokens_generated;
-        {
-            std::lock_guard qlock(req.mutex_);
-            req.queue_.push_back(token);
-        }
-        req.produced_.fetch_add(1, std::memory_order_acq_rel);
-        req.cv_.notify_all();
-        if (!req.ignore_eos && tok.is_eog(token)) end_locked(req, StopReason::end_of_generation, INLAY_OK, "");
-        else if (static_cast<int64_t>(req.generated.size()) >= req.max_tokens) end_locked(req, StopReason::max_tokens, INLAY_OK, "");
-        else if (static_cast<int64_t>(seq.tokens_.size()) >= seq.context_length_) end_locked(req, StopReason::context_full, INLAY_OK, "");
+        emit_locked(req, token);
     }
     const double seconds = step_seconds_ + std::chrono::duration<double>(Clock::now() - t0).count();
     ++counters_.steps;
     counters_.step_seconds_total += seconds;
     counters_.step_seconds_last = seconds;
     counters_.step_seconds_max = std::max(counters_.step_seconds_max, seconds);
+    counters_.draft_passes += step_draft_passes_;
+    counters_.draft_seconds += step_draft_seconds_;
+}
+
+bool Engine::emit_locked(Request& req, int32_t token) {
+    const Sequence& seq = *req.seq_;
+    if (req.generated.empty()) req.first_token = Clock::now();
+    req.generated.push_back(token);
+    ++counters_.tokens_generated;
+    {
+        std::lock_guard qlock(req.mutex_);
+        req.queue_.push_back(token);
+    }
+    req.produced_.fetch_add(1, std::memory_order_acq_rel);
+    req.cv_.notify_all();
+    StopReason reason = StopReason::none;
+    if (!req.ignore_eos && model_->tokenizer().is_eog(token)) reason = StopReason::end_of_generation;
+    else if (static_cast<int64_t>(req.generated.size()) >= req.max_tokens) reason = StopReason::max_tokens;
+    else if (static_cast<int64_t>(seq.tokens_.size()) >= seq.context_length_) reason = StopReason::context_full;
+    if (reason == StopReason::none) return false;
+    end_locked(req, reason, INLAY_OK, "");
+    return true;
 }
 
 void Engine::end_locked(Request& req, StopReason reason, inlay_status status, std::string error) {
@@ -411,6 +441,7 @@ void Engine::end_locked(Request& req, StopReason reason, inlay_status status, st
     drop(waiting_);
     Sequence& seq = *req.seq_;
     release_from(seq, seq.n_cached_);  // drop blocks reserved beyond what was computed
+    trim_draft(seq, seq.draft_cached_);
     seq.active_ = false;
     seq.last_used_ = ++clock_;
     if (running_.empty() && waiting_.empty())

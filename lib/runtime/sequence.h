@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "runtime/kv_block_pool.h"
+#include "runtime/speculation.h"
 
 namespace inlay {
 
@@ -40,6 +41,14 @@ private:
     int64_t n_cached_ = 0;         // tokens whose K/V are in blocks_
     bool active_ = false;          // a request owns it (scheduler thread only)
     uint64_t last_used_ = 0;       // engine clock at the end of its last request (LRU release)
+
+    // Speculative decoding (Engine::set_speculation). With a draft model, the draft's KV of
+    // this conversation lives in its context's pool: draft_cached_ tokens of tokens_, in
+    // blocks_for(draft_cached_) blocks at rest (more while a step drafts). Never shared.
+    SpeculationOptions spec_;
+    DraftContext* draft_ = nullptr;
+    std::vector<BlockId> draft_blocks_;
+    int64_t draft_cached_ = 0;
 };
 
 }  // namespace inlay

@@ -125,6 +125,16 @@ void Session::stop_tracking() noexcept {
     current_.reset();
 }
 
+void Session::set_speculation(const SpeculationOptions& options) {
+    BusyGuard guard(*this);
+    engine_->set_speculation(*sequence_, options);
+}
+
+SpeculationStats Session::speculation_stats() const {
+    std::lock_guard lock(stats_mutex_);
+    return speculation_;
+}
+
 void Session::reset() {
     BusyGuard guard(*this);
     engine_->reset(*sequence_);
@@ -254,6 +264,11 @@ GenerateResult Session::generate(std::span<const int32_t> input, const GenerateO
         result.error = req.error;
     } else if (req.status != INLAY_OK && req.status != INLAY_ERR_CANCELLED && caller_reason == StopReason::none) {
         throw Error(req.status, req.error);
+    }
+    result.speculation = req.speculation;
+    {
+        std::lock_guard lock(stats_mutex_);
+        speculation_ += req.speculation;
     }
     result.prefill_tokens = req.prefilled + req.reused;
     result.reused_tokens = req.reused;

@@ -47,6 +47,7 @@ struct GenerateResult {
     int64_t reused_tokens = 0;           // of prefill_tokens, found in the prefix cache (not computed)
     double prefill_seconds = 0.0;
     double decode_seconds = 0.0;
+    SpeculationStats speculation;        // proposals checked and kept in this call
 };
 
 class Session {
@@ -92,6 +93,12 @@ public:
     void save(const std::string& path);
     void restore(const std::string& path);
 
+    // Speculative decoding for later generate calls (Engine::set_speculation: a draft model
+    // is checked against this model's vocabulary here). Mode::none turns it off.
+    void set_speculation(const SpeculationOptions& options);
+    // Proposals checked and kept over every generate call of this session.
+    [[nodiscard]] SpeculationStats speculation_stats() const;
+
     // Asks a running generate/eval on this session to stop; no effect when idle.
     void cancel() noexcept;
 
@@ -108,6 +115,8 @@ private:
     std::atomic<bool> cancel_requested_{false};
     std::mutex request_mutex_;      // guards current_ against cancel() from other threads
     std::shared_ptr<Request> current_;
+    mutable std::mutex stats_mutex_;
+    SpeculationStats speculation_;  // under stats_mutex_
 };
 
 const char* stop_reason_name(StopReason reason);

@@ -1,0 +1,26 @@
+// Engine::Entry: one sequence's part of a step, as the scheduler plans, runs and applies
+// it (scheduler.cpp, speculation_step.cpp). Private to the engine.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+
+#include "runtime/engine.h"
+
+namespace inlay {
+
+struct Engine::Entry {
+    std::shared_ptr<Request> req;
+    int64_t start = 0;      // n_cached before the step
+    int64_t n = 0;          // tokens in this step (a speculating entry: its base token only)
+    int64_t row = -1;       // first logit row in step_logits_ (-1: none)
+    int64_t n_rows = 0;
+    int64_t first_logit_pos = 0;  // Kind::logits: position of the first row's token
+    // Speculation: proposals allowed this step (their blocks are reserved), and draft
+    // tokens of a long catch-up fed to the draft model instead of drafting.
+    int32_t k_max = 0;
+    int64_t draft_catchup = 0;
+    [[nodiscard]] bool drafts() const { return k_max > 0 || draft_catchup > 0; }
+};
+
+}  // namespace inlay
