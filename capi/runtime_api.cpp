@@ -112,6 +112,12 @@ INLAY_API inlay_status inlay_model_get_metrics(const inlay_model* model, inlay_m
         out.busy_seconds = m.busy_seconds;
         out.generated_tokens_per_s =
             m.busy_seconds > 0 ? static_cast<double>(m.tokens_generated) / m.busy_seconds : 0.0;
+        out.draft_rounds = m.speculation.rounds;
+        out.draft_tokens_proposed = m.speculation.proposed;
+        out.draft_tokens_accepted = m.speculation.accepted;
+        out.draft_acceptance_rate = m.speculation.acceptance_rate();
+        out.draft_passes = m.draft_passes;
+        out.draft_seconds = m.draft_seconds;
         std::memcpy(metrics, &out, std::min(metrics->struct_size, sizeof(out)));
     });
 }

@@ -53,6 +53,28 @@ inlay_generate_params read_params(const inlay_generate_params* params) {
     return p;
 }
 
+inlay::SpeculationOptions to_speculation(const inlay_session_params& p) {
+    using Mode = inlay::SpeculationOptions::Mode;
+    inlay::SpeculationOptions o;
+    switch (p.speculation) {
+        case INLAY_SPECULATION_NONE: return o;
+        case INLAY_SPECULATION_DRAFT_MODEL:
+            require_arg(p.draft_model != nullptr, "inlay_session_create",
+                        "speculation is INLAY_SPECULATION_DRAFT_MODEL but draft_model is NULL");
+            o.mode = Mode::draft_model;
+            o.draft = p.draft_model->model;
+            break;
+        case INLAY_SPECULATION_PROMPT_LOOKUP: o.mode = Mode::prompt_lookup; break;
+        default:
+            inlay::fail(INLAY_ERR_INVALID_ARGUMENT, "inlay_session_create: speculation {} is not an inlay_speculation",
+                        p.speculation);
+    }
+    o.n_draft = p.n_draft;
+    o.n_draft_min = p.n_draft_min;
+    o.p_min = p.p_min;
+    return o;
+}
+
 inlay_status finish(inlay::GenerateResult&& result, inlay_result** out_result) {
     inlay_status status = result.stop_reason == inlay::StopReason::cancelled ? INLAY_ERR_CANCELLED : INLAY_OK;
     std::string message = "generation was cancelled";
@@ -73,6 +95,11 @@ INLAY_API void inlay_session_params_init(inlay_session_params* params) {
     if (!params) return;
     std::memset(params, 0, sizeof(*params));
     params->struct_size = sizeof(*params);
+    const inlay::SpeculationOptions defaults;
+    params->speculation = INLAY_SPECULATION_NONE;
+    params->n_draft = defaults.n_draft;
+    params->n_draft_min = defaults.n_draft_min;
+    params->p_min = defaults.p_min;
 }
 
 INLAY_API inlay_status inlay_session_create(inlay_model* model, const inlay_session_params* params,
@@ -86,8 +113,10 @@ INLAY_API inlay_status inlay_session_create(inlay_model* model, const inlay_sess
         inlay_session_params_init(&p);
         if (params) std::memcpy(&p, params, std::min(params->struct_size, sizeof(p)));
         require_arg(p.context_length >= 0, "inlay_session_create", "context_length must not be negative");
+        const inlay::SpeculationOptions spec = to_speculation(p);
         auto handle = std::make_unique<inlay_session>();
         handle->session = std::make_unique<inlay::Session>(model->engine, p.context_length);
+        if (spec.mode != inlay::SpeculationOptions::Mode::none) handle->session->set_speculation(spec);
         *out_session = handle.release();
     });
 }
@@ -207,12 +236,31 @@ INLAY_API inlay_status inlay_result_timings(const inlay_result* result, inlay_ti
         t.prefill_s = r.prefill_seconds;
         t.decode_s = r.decode_seconds;
         t.prompt_tokens_reused = r.reused_tokens;
+        t.draft_tokens_proposed = r.speculation.proposed;
+        t.draft_tokens_accepted = r.speculation.accepted;
         t.prefill_tokens_per_s = r.prefill_seconds > 0 ? static_cast<double>(r.prefill_tokens) / r.prefill_seconds : 0.0;
         // The first token comes from the prefill; decode time covers the rest.
         t.decode_tokens_per_s = r.decode_seconds > 0 && r.tokens.size() > 1
                                     ? static_cast<double>(r.tokens.size() - 1) / r.decode_seconds
                                     : 0.0;
         std::memcpy(timings, &t, std::min(timings->struct_size, sizeof(t)));
+    });
+}
+
+INLAY_API inlay_status inlay_session_get_speculation_stats(const inlay_session* session,
+                                                           inlay_speculation_stats* stats) {
+    return guarded("inlay_session_get_speculation_stats", [&] {
+        require_arg(session != nullptr, "inlay_session_get_speculation_stats", "session is NULL");
+        require_arg(stats != nullptr, "inlay_session_get_speculation_stats", "stats is NULL");
+        require_params(stats, "inlay_session_get_speculation_stats", "inlay_speculation_stats");
+        const inlay::SpeculationStats s = session->session->speculation_stats();
+        inlay_speculation_stats out{};
+        out.struct_size = stats->struct_size;
+        out.rounds = s.rounds;
+        out.tokens_proposed = s.proposed;
+        out.tokens_accepted = s.accepted;
+        out.acceptance_rate = s.acceptance_rate();
+        std::memcpy(stats, &out, std::min(stats->struct_size, sizeof(out)));
     });
 }
 

@@ -215,9 +215,35 @@ INLAY_API inlay_status inlay_detokenize(const inlay_model* model, const int32_t*
 
 typedef struct inlay_session inlay_session;
 
+/* Speculative decoding: cheap proposals for the next tokens, checked by the model in one
+ * forward pass (several tokens per pass when they are right). The output is the model's
+ * own: greedy decoding gives exactly the tokens it gives without speculation, sampling
+ * follows the same distribution (the standard rejection rule). How many tokens are
+ * proposed adapts per call, from n_draft_min up to n_draft, to the acceptance seen and to
+ * what a forward pass costs; with poor acceptance it backs off to nothing but occasional
+ * probes. */
+typedef enum inlay_speculation {
+    INLAY_SPECULATION_NONE = 0,
+    INLAY_SPECULATION_DRAFT_MODEL = 1,   /* a smaller model with the same vocabulary proposes */
+    INLAY_SPECULATION_PROMPT_LOOKUP = 2  /* the tokens that followed an earlier occurrence of the
+                                            conversation's last few tokens are proposed */
+} inlay_speculation;
+
 typedef struct inlay_session_params {
     size_t struct_size;
     int32_t context_length;  /* 0 = the model's context_length */
+    /* speculative decoding (appended: older struct_size values get the defaults) */
+    int32_t speculation;       /* an inlay_speculation; default INLAY_SPECULATION_NONE */
+    inlay_model* draft_model;  /* INLAY_SPECULATION_DRAFT_MODEL: a model loaded by the host. Its
+                                  vocabulary must be the session model's (checked here:
+                                  INLAY_ERR_INVALID_ARGUMENT names the difference). Many sessions
+                                  may share it; the session keeps the draft's weights alive, so
+                                  the handle may be freed before the session. The draft's KV
+                                  lives in a pool of its own beside the model's. */
+    int32_t n_draft;           /* proposals per step at most, 1..64; default 8 */
+    int32_t n_draft_min;       /* proposals per step at least, 0..n_draft; default 0 (adaptive) */
+    float p_min;               /* draft model: stop proposing at a token it gives less than this
+                                  probability; default 0.5; 0 = never */
 } inlay_session_params;
 
 INLAY_API void inlay_session_params_init(inlay_session_params* params);
@@ -321,6 +347,9 @@ typedef struct inlay_timings {
     double prefill_tokens_per_s;
     double decode_tokens_per_s;
     int64_t prompt_tokens_reused; /* of prompt_tokens, KV found in the prefix cache (not computed) */
+    /* speculative decoding in this call (appended) */
+    int64_t draft_tokens_proposed;
+    int64_t draft_tokens_accepted;
 } inlay_timings;
 
 INLAY_API inlay_status inlay_result_timings(const inlay_result* result, inlay_timings* timings);
@@ -405,10 +434,29 @@ typedef struct inlay_metrics {
     double step_seconds_last;
     double busy_seconds;           /* wall time with at least one call in progress */
     double generated_tokens_per_s; /* aggregate: tokens_generated / busy_seconds */
+    /* speculative decoding, every session of this model (appended) */
+    int64_t draft_rounds;          /* forward passes that checked proposals, per session */
+    int64_t draft_tokens_proposed;
+    int64_t draft_tokens_accepted;
+    double draft_acceptance_rate;  /* accepted / proposed; 0 when nothing was proposed */
+    int64_t draft_passes;          /* forward passes of draft models */
+    double draft_seconds;          /* their time */
 } inlay_metrics;
 
 /* Fills *metrics (metrics->struct_size must be set). Thread-safe. */
 INLAY_API inlay_status inlay_model_get_metrics(const inlay_model* model, inlay_metrics* metrics);
+
+/* Speculative decoding over every generate call of one session so far. */
+typedef struct inlay_speculation_stats {
+    size_t struct_size;        /* set by the caller: sizeof(inlay_speculation_stats) */
+    int64_t rounds;            /* forward passes that checked proposals */
+    int64_t tokens_proposed;
+    int64_t tokens_accepted;
+    double acceptance_rate;    /* accepted / proposed; 0 when nothing was proposed */
+} inlay_speculation_stats;
+
+INLAY_API inlay_status inlay_session_get_speculation_stats(const inlay_session* session,
+                                                           inlay_speculation_stats* stats);
 
 /* A new session continuing `session`'s conversation. It shares the KV blocks of the
  * source (nothing is recomputed; a shared block is copied only when one of them writes
