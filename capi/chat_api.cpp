@@ -10,7 +10,6 @@
 
 using inlay::capi::guarded;
 using inlay::capi::require_arg;
-using inlay::capi::require_params;
 
 namespace {
 
@@ -32,11 +31,7 @@ std::vector<inlay::ChatMessage> read_messages(const inlay_chat_message* messages
 }
 
 inlay_chat_params read_chat_params(const inlay_chat_params* params, const char* function) {
-    require_params(params, function, "inlay_chat_params");
-    inlay_chat_params p;
-    inlay_chat_params_init(&p);
-    if (params) std::memcpy(&p, params, std::min(params->struct_size, sizeof(p)));
-    p.struct_size = sizeof(p);
+    inlay_chat_params p = inlay::capi::read_params(params, function, "inlay_chat_params");
     // A C enum field may hold any int; loading one outside the enumerators as the C++ enum
     // type is undefined, so the check reads the raw integer.
     int32_t thinking = 0;

@@ -53,10 +53,8 @@ INLAY_API inlay_status inlay_kv_pool_create(const inlay_kv_pool_params* params, 
     if (out_pool) *out_pool = nullptr;
     return guarded("inlay_kv_pool_create", [&] {
         require_arg(out_pool != nullptr, "inlay_kv_pool_create", "out_pool is NULL");
-        require_params(params, "inlay_kv_pool_create", "inlay_kv_pool_params");
-        inlay_kv_pool_params p;
-        inlay_kv_pool_params_init(&p);
-        if (params) std::memcpy(&p, params, std::min(params->struct_size, sizeof(p)));
+        const inlay_kv_pool_params p =
+            inlay::capi::read_params(params, "inlay_kv_pool_create", "inlay_kv_pool_params");
         require_arg(p.budget_bytes >= 0 && p.budget_blocks >= 0, "inlay_kv_pool_create",
                     "budget_bytes and budget_blocks must not be negative");
         require_arg(p.budget_bytes > 0 || p.budget_blocks > 0, "inlay_kv_pool_create",
@@ -112,7 +110,7 @@ INLAY_API inlay_status inlay_model_get_metrics(const inlay_model* model, inlay_m
         out.busy_seconds = m.busy_seconds;
         out.generated_tokens_per_s =
             m.busy_seconds > 0 ? static_cast<double>(m.tokens_generated) / m.busy_seconds : 0.0;
-        std::memcpy(metrics, &out, std::min(metrics->struct_size, sizeof(out)));
+        inlay::capi::write_out(metrics, out);
     });
 }
 

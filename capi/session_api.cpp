@@ -45,12 +45,7 @@ inlay::GenerateOptions to_options(const inlay_generate_params& p) {
 }
 
 inlay_generate_params read_params(const inlay_generate_params* params) {
-    require_params(params, "inlay_session_generate", "inlay_generate_params");
-    inlay_generate_params p;
-    inlay_generate_params_init(&p);
-    if (params) std::memcpy(&p, params, std::min(params->struct_size, sizeof(p)));
-    p.struct_size = sizeof(p);
-    return p;
+    return inlay::capi::read_params(params, "inlay_session_generate", "inlay_generate_params");
 }
 
 inlay_status finish(inlay::GenerateResult&& result, inlay_result** out_result) {
@@ -81,10 +76,8 @@ INLAY_API inlay_status inlay_session_create(inlay_model* model, const inlay_sess
     return guarded("inlay_session_create", [&] {
         require_arg(model != nullptr, "inlay_session_create", "model is NULL");
         require_arg(out_session != nullptr, "inlay_session_create", "out_session is NULL");
-        require_params(params, "inlay_session_create", "inlay_session_params");
-        inlay_session_params p;
-        inlay_session_params_init(&p);
-        if (params) std::memcpy(&p, params, std::min(params->struct_size, sizeof(p)));
+        const inlay_session_params p =
+            inlay::capi::read_params(params, "inlay_session_create", "inlay_session_params");
         require_arg(p.context_length >= 0, "inlay_session_create", "context_length must not be negative");
         auto handle = std::make_unique<inlay_session>();
         handle->session = std::make_unique<inlay::Session>(model->engine, p.context_length);
@@ -212,7 +205,7 @@ INLAY_API inlay_status inlay_result_timings(const inlay_result* result, inlay_ti
         t.decode_tokens_per_s = r.decode_seconds > 0 && r.tokens.size() > 1
                                     ? static_cast<double>(r.tokens.size() - 1) / r.decode_seconds
                                     : 0.0;
-        std::memcpy(timings, &t, std::min(timings->struct_size, sizeof(t)));
+        inlay::capi::write_out(timings, t);
     });
 }
 
