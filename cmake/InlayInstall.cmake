@@ -19,8 +19,12 @@ install(FILES ${PROJECT_SOURCE_DIR}/include/inlay/inlay.h ${PROJECT_SOURCE_DIR}/
   DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/inlay)
 install(EXPORT inlayTargets NAMESPACE inlay:: FILE inlayTargets.cmake DESTINATION ${INLAY_INSTALL_CMAKEDIR})
 
-# The CUDA backend's runtime dependencies: the CUDA runtime is linked statically
-# (CUDA::cudart_static); cuBLAS and NVRTC are shared libraries libinlay.so needs at run time.
+# The CUDA backend's runtime dependencies, as lib/ and kernels/ link them: the CUDA runtime
+# statically (CUDA::cudart_static), cuBLAS and NVRTC as shared libraries. (The linker
+# drops NVRTC from DT_NEEDED while the library calls none of it, as today: libinlay.so.1
+# then needs libcublas only; both stay declared, so that the declaration cannot fall
+# behind the link line.) The installed library finds them through its RUNPATH
+# (INSTALL_RPATH_USE_LINK_PATH in capi/CMakeLists.txt).
 set(INLAY_PC_LIBS_PRIVATE_LINE "")
 if(INLAY_HAVE_CUDA)
   get_filename_component(nvrtc_dir "${CUDA_nvrtc_LIBRARY}" DIRECTORY)
