@@ -1,4 +1,5 @@
 // C ABI: chat templates and chat turns on a session (runtime/chat_session.h).
+#include <cstddef>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -10,7 +11,6 @@
 
 using inlay::capi::guarded;
 using inlay::capi::require_arg;
-using inlay::capi::require_params;
 
 namespace {
 
@@ -32,11 +32,7 @@ std::vector<inlay::ChatMessage> read_messages(const inlay_chat_message* messages
 }
 
 inlay_chat_params read_chat_params(const inlay_chat_params* params, const char* function) {
-    require_params(params, function, "inlay_chat_params");
-    inlay_chat_params p;
-    inlay_chat_params_init(&p);
-    if (params) std::memcpy(&p, params, std::min(params->struct_size, sizeof(p)));
-    p.struct_size = sizeof(p);
+    inlay_chat_params p = inlay::capi::read_params(params, function, "inlay_chat_params");
     // A C enum field may hold any int; loading one outside the enumerators as the C++ enum
     // type is undefined, so the check reads the raw integer.
     int32_t thinking = 0;
@@ -63,12 +59,17 @@ inlay::ChatTemplate template_for(const inlay::Model& model, const inlay_chat_par
 
 extern "C" {
 
-INLAY_API void inlay_chat_params_init(inlay_chat_params* params) {
-    if (!params) return;
-    std::memset(params, 0, sizeof(*params));
-    params->struct_size = sizeof(*params);
-    params->thinking = INLAY_THINKING_DEFAULT;
-    params->add_generation_prompt = true;
+INLAY_API void inlay_chat_params_init_size(inlay_chat_params* params, size_t size) {
+    inlay::capi::init_sized(params, size, [](inlay_chat_params& p) {
+        p.thinking = INLAY_THINKING_DEFAULT;
+        p.add_generation_prompt = true;
+    });
+}
+
+// Init without a size: the symbol that programs compiled before *_init_size existed
+// call. It writes the struct as ABI 1 froze it (docs/ABI.md), never more.
+INLAY_API void(inlay_chat_params_init)(inlay_chat_params* params) {
+    inlay_chat_params_init_size(params, sizeof(inlay_chat_params));
 }
 
 INLAY_API inlay_status inlay_chat_apply_template(const inlay_model* model, const inlay_chat_message* messages, size_t n,

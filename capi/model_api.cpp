@@ -1,4 +1,5 @@
 // C ABI: model loading, information, tokenization.
+#include <cstddef>
 #include <cstring>
 
 #include "capi/capi_common.h"
@@ -11,10 +12,16 @@ using inlay::capi::require_params;
 
 extern "C" {
 
-INLAY_API void inlay_model_params_init(inlay_model_params* params) {
-    if (!params) return;
-    std::memset(params, 0, sizeof(*params));
-    params->struct_size = sizeof(*params);
+INLAY_API void inlay_model_params_init_size(inlay_model_params* params, size_t size) {
+    inlay::capi::init_sized(params, size, [](inlay_model_params& p) {
+        (void)p;
+    });
+}
+
+// Init without a size: the symbol that programs compiled before *_init_size existed
+// call. It writes the struct as ABI 1 froze it (docs/ABI.md), never more.
+INLAY_API void(inlay_model_params_init)(inlay_model_params* params) {
+    inlay_model_params_init_size(params, sizeof(inlay_model_params));
 }
 
 INLAY_API inlay_status inlay_model_load(const char* path, const inlay_model_params* params, inlay_model** out_model) {
@@ -22,10 +29,7 @@ INLAY_API inlay_status inlay_model_load(const char* path, const inlay_model_para
     return guarded("inlay_model_load", [&] {
         require_arg(path != nullptr, "inlay_model_load", "path is NULL");
         require_arg(out_model != nullptr, "inlay_model_load", "out_model is NULL");
-        require_params(params, "inlay_model_load", "inlay_model_params");
-        inlay_model_params p;
-        inlay_model_params_init(&p);
-        if (params) std::memcpy(&p, params, std::min(params->struct_size, sizeof(p)));
+        const inlay_model_params p = inlay::capi::read_params(params, "inlay_model_load", "inlay_model_params");
         require_arg(p.n_threads >= 0 && p.n_threads <= 1024, "inlay_model_load", "n_threads must be in [0, 1024]");
         require_arg(p.context_length >= 0, "inlay_model_load", "context_length must not be negative");
         inlay::ModelOptions options;
@@ -83,7 +87,7 @@ INLAY_API inlay_status inlay_model_get_info(const inlay_model* model, inlay_mode
         out.eos_token = m.tokenizer().eos();
         out.device = m.device().c_str();
         // Older callers may pass a shorter struct: copy only what they have room for.
-        std::memcpy(info, &out, std::min(info->struct_size, sizeof(out)));
+        inlay::capi::write_out(info, out);
     });
 }
 

@@ -1,5 +1,6 @@
 // C ABI: KV pools, per-model engines (caps, metrics), session fork and save/restore.
 #include <algorithm>
+#include <cstddef>
 #include <cstring>
 
 #include "capi/capi_common.h"
@@ -41,22 +42,25 @@ std::shared_ptr<Engine> make_engine(std::shared_ptr<const Model> model, const in
 
 extern "C" {
 
-INLAY_API void inlay_kv_pool_params_init(inlay_kv_pool_params* params) {
-    if (!params) return;
-    std::memset(params, 0, sizeof(*params));
-    params->struct_size = sizeof(*params);
-    params->budget_bytes = int64_t{256} << 20;
-    params->block_size = 16;
+INLAY_API void inlay_kv_pool_params_init_size(inlay_kv_pool_params* params, size_t size) {
+    inlay::capi::init_sized(params, size, [](inlay_kv_pool_params& p) {
+        p.budget_bytes = int64_t{256} << 20;
+        p.block_size = 16;
+    });
+}
+
+// Init without a size: the symbol that programs compiled before *_init_size existed
+// call. It writes the struct as ABI 1 froze it (docs/ABI.md), never more.
+INLAY_API void(inlay_kv_pool_params_init)(inlay_kv_pool_params* params) {
+    inlay_kv_pool_params_init_size(params, sizeof(inlay_kv_pool_params));
 }
 
 INLAY_API inlay_status inlay_kv_pool_create(const inlay_kv_pool_params* params, inlay_kv_pool** out_pool) {
     if (out_pool) *out_pool = nullptr;
     return guarded("inlay_kv_pool_create", [&] {
         require_arg(out_pool != nullptr, "inlay_kv_pool_create", "out_pool is NULL");
-        require_params(params, "inlay_kv_pool_create", "inlay_kv_pool_params");
-        inlay_kv_pool_params p;
-        inlay_kv_pool_params_init(&p);
-        if (params) std::memcpy(&p, params, std::min(params->struct_size, sizeof(p)));
+        const inlay_kv_pool_params p =
+            inlay::capi::read_params(params, "inlay_kv_pool_create", "inlay_kv_pool_params");
         require_arg(p.budget_bytes >= 0 && p.budget_blocks >= 0, "inlay_kv_pool_create",
                     "budget_bytes and budget_blocks must not be negative");
         require_arg(p.budget_bytes > 0 || p.budget_blocks > 0, "inlay_kv_pool_create",
@@ -118,7 +122,7 @@ INLAY_API inlay_status inlay_model_get_metrics(const inlay_model* model, inlay_m
         out.draft_acceptance_rate = m.speculation.acceptance_rate();
         out.draft_passes = m.draft_passes;
         out.draft_seconds = m.draft_seconds;
-        std::memcpy(metrics, &out, std::min(metrics->struct_size, sizeof(out)));
+        inlay::capi::write_out(metrics, out);
     });
 }
 

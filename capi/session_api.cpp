@@ -1,5 +1,6 @@
 // C ABI: sessions, generation, results, teacher-forced logits.
 #include <cmath>
+#include <cstddef>
 #include <cstring>
 #include <random>
 
@@ -45,12 +46,7 @@ inlay::GenerateOptions to_options(const inlay_generate_params& p) {
 }
 
 inlay_generate_params read_params(const inlay_generate_params* params) {
-    require_params(params, "inlay_session_generate", "inlay_generate_params");
-    inlay_generate_params p;
-    inlay_generate_params_init(&p);
-    if (params) std::memcpy(&p, params, std::min(params->struct_size, sizeof(p)));
-    p.struct_size = sizeof(p);
-    return p;
+    return inlay::capi::read_params(params, "inlay_session_generate", "inlay_generate_params");
 }
 
 inlay::SpeculationOptions to_speculation(const inlay_session_params& p) {
@@ -91,15 +87,20 @@ inlay_status finish(inlay::GenerateResult&& result, inlay_result** out_result) {
 
 extern "C" {
 
-INLAY_API void inlay_session_params_init(inlay_session_params* params) {
-    if (!params) return;
-    std::memset(params, 0, sizeof(*params));
-    params->struct_size = sizeof(*params);
-    const inlay::SpeculationOptions defaults;
-    params->speculation = INLAY_SPECULATION_NONE;
-    params->n_draft = defaults.n_draft;
-    params->n_draft_min = defaults.n_draft_min;
-    params->p_min = defaults.p_min;
+INLAY_API void inlay_session_params_init_size(inlay_session_params* params, size_t size) {
+    inlay::capi::init_sized(params, size, [](inlay_session_params& p) {
+        const inlay::SpeculationOptions defaults;
+        p.speculation = INLAY_SPECULATION_NONE;
+        p.n_draft = defaults.n_draft;
+        p.n_draft_min = defaults.n_draft_min;
+        p.p_min = defaults.p_min;
+    });
+}
+
+// Init without a size: the symbol that programs compiled before *_init_size existed
+// call. It writes the struct as ABI 1 froze it (docs/ABI.md), never more.
+INLAY_API void(inlay_session_params_init)(inlay_session_params* params) {
+    inlay_session_params_init_size(params, offsetof(inlay_session_params, speculation));
 }
 
 INLAY_API inlay_status inlay_session_create(inlay_model* model, const inlay_session_params* params,
@@ -108,10 +109,8 @@ INLAY_API inlay_status inlay_session_create(inlay_model* model, const inlay_sess
     return guarded("inlay_session_create", [&] {
         require_arg(model != nullptr, "inlay_session_create", "model is NULL");
         require_arg(out_session != nullptr, "inlay_session_create", "out_session is NULL");
-        require_params(params, "inlay_session_create", "inlay_session_params");
-        inlay_session_params p;
-        inlay_session_params_init(&p);
-        if (params) std::memcpy(&p, params, std::min(params->struct_size, sizeof(p)));
+        const inlay_session_params p =
+            inlay::capi::read_params(params, "inlay_session_create", "inlay_session_params");
         require_arg(p.context_length >= 0, "inlay_session_create", "context_length must not be negative");
         const inlay::SpeculationOptions spec = to_speculation(p);
         auto handle = std::make_unique<inlay_session>();
@@ -145,20 +144,25 @@ INLAY_API inlay_status inlay_session_cancel(inlay_session* session) {
     });
 }
 
-INLAY_API void inlay_generate_params_init(inlay_generate_params* params) {
-    if (!params) return;
-    std::memset(params, 0, sizeof(*params));
-    params->struct_size = sizeof(*params);
-    params->max_tokens = 256;
-    params->temperature = 0.8f;
-    params->top_k = 40;
-    params->top_p = 0.95f;
-    params->min_p = 0.05f;
-    params->repeat_penalty = 1.0f;
-    params->penalty_last_n = 64;
-    params->seed = UINT64_MAX;
-    params->add_bos = true;
-    params->parse_special = true;
+INLAY_API void inlay_generate_params_init_size(inlay_generate_params* params, size_t size) {
+    inlay::capi::init_sized(params, size, [](inlay_generate_params& p) {
+        p.max_tokens = 256;
+        p.temperature = 0.8f;
+        p.top_k = 40;
+        p.top_p = 0.95f;
+        p.min_p = 0.05f;
+        p.repeat_penalty = 1.0f;
+        p.penalty_last_n = 64;
+        p.seed = UINT64_MAX;
+        p.add_bos = true;
+        p.parse_special = true;
+    });
+}
+
+// Init without a size: the symbol that programs compiled before *_init_size existed
+// call. It writes the struct as ABI 1 froze it (docs/ABI.md), never more.
+INLAY_API void(inlay_generate_params_init)(inlay_generate_params* params) {
+    inlay_generate_params_init_size(params, sizeof(inlay_generate_params));
 }
 
 INLAY_API inlay_status inlay_session_generate(inlay_session* session, const char* prompt,
@@ -243,7 +247,7 @@ INLAY_API inlay_status inlay_result_timings(const inlay_result* result, inlay_ti
         t.decode_tokens_per_s = r.decode_seconds > 0 && r.tokens.size() > 1
                                     ? static_cast<double>(r.tokens.size() - 1) / r.decode_seconds
                                     : 0.0;
-        std::memcpy(timings, &t, std::min(timings->struct_size, sizeof(t)));
+        inlay::capi::write_out(timings, t);
     });
 }
 
@@ -255,12 +259,11 @@ INLAY_API inlay_status inlay_session_get_speculation_stats(const inlay_session* 
         require_params(stats, "inlay_session_get_speculation_stats", "inlay_speculation_stats");
         const inlay::SpeculationStats s = session->session->speculation_stats();
         inlay_speculation_stats out{};
-        out.struct_size = stats->struct_size;
         out.rounds = s.rounds;
         out.tokens_proposed = s.proposed;
         out.tokens_accepted = s.accepted;
         out.acceptance_rate = s.acceptance_rate();
-        std::memcpy(stats, &out, std::min(stats->struct_size, sizeof(out)));
+        inlay::capi::write_out(stats, out);
     });
 }
 

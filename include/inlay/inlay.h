@@ -25,7 +25,10 @@
  * - Null or invalid arguments return INLAY_ERR_INVALID_ARGUMENT; they never crash.
  * - Params structs are passed by pointer and begin with `struct_size`; always
  *   initialise them with the matching *_params_init() function, then change fields.
- *   A NULL params pointer means "defaults".
+ *   A NULL params pointer means "defaults". *_params_init is a macro passing the
+ *   struct's size to *_params_init_size (bindings in other languages call that with
+ *   the size of their own copy of the struct); the plain symbol serves programs built
+ *   before it took a size (docs/ABI.md).
  * - Handles are opaque. Whoever gets a handle from a *_create / *_load call owns it
  *   and releases it with the matching *_free; *_free(NULL) does nothing.
  * - Strings are UTF-8. Returned `const char*` stay valid as long as their owner.
@@ -156,6 +159,8 @@ typedef struct inlay_model_params {
 } inlay_model_params;
 
 INLAY_API void inlay_model_params_init(inlay_model_params* params);
+INLAY_API void inlay_model_params_init_size(inlay_model_params* params, size_t size);
+#define inlay_model_params_init(params) inlay_model_params_init_size((params), sizeof *(params))
 
 /* Loads a GGUF model. The file is memory-mapped; weights stay on disk pages until
  * used. On success *out_model owns the model. */
@@ -232,6 +237,8 @@ typedef enum inlay_speculation {
 typedef struct inlay_session_params {
     size_t struct_size;
     int32_t context_length;  /* 0 = the model's context_length */
+    int32_t reserved;          /* ignored: the padding of ABI 1's struct, which old callers
+                                  may leave uninitialised */
     /* speculative decoding (appended: older struct_size values get the defaults) */
     int32_t speculation;       /* an inlay_speculation; default INLAY_SPECULATION_NONE */
     inlay_model* draft_model;  /* INLAY_SPECULATION_DRAFT_MODEL: a model loaded by the host. Its
@@ -247,6 +254,8 @@ typedef struct inlay_session_params {
 } inlay_session_params;
 
 INLAY_API void inlay_session_params_init(inlay_session_params* params);
+INLAY_API void inlay_session_params_init_size(inlay_session_params* params, size_t size);
+#define inlay_session_params_init(params) inlay_session_params_init_size((params), sizeof *(params))
 
 /* A session is one conversation: it keeps its token history and KV cache so that a
  * later generate call only processes the new tokens. */
@@ -298,6 +307,8 @@ typedef struct inlay_generate_params {
 } inlay_generate_params;
 
 INLAY_API void inlay_generate_params_init(inlay_generate_params* params);
+INLAY_API void inlay_generate_params_init_size(inlay_generate_params* params, size_t size);
+#define inlay_generate_params_init(params) inlay_generate_params_init_size((params), sizeof *(params))
 
 typedef enum inlay_stop_reason {
     INLAY_STOP_NONE = 0,        /* max_tokens was 0 */
@@ -393,6 +404,8 @@ typedef struct inlay_kv_pool_params {
 } inlay_kv_pool_params;
 
 INLAY_API void inlay_kv_pool_params_init(inlay_kv_pool_params* params);
+INLAY_API void inlay_kv_pool_params_init_size(inlay_kv_pool_params* params, size_t size);
+#define inlay_kv_pool_params_init(params) inlay_kv_pool_params_init_size((params), sizeof *(params))
 
 /* A KV budget for models loaded with inlay_model_params.kv_pool set to it. Models whose
  * block geometry (layers x KV heads x head dim x block size x type) matches share one set
@@ -506,6 +519,8 @@ typedef struct inlay_chat_params {
 } inlay_chat_params;
 
 INLAY_API void inlay_chat_params_init(inlay_chat_params* params);
+INLAY_API void inlay_chat_params_init_size(inlay_chat_params* params, size_t size);
+#define inlay_chat_params_init(params) inlay_chat_params_init_size((params), sizeof *(params))
 
 /* Renders messages[0..n) with the chat template into out[0..capacity), NUL-terminated;
  * *length receives the byte length without the NUL (size-query convention above).

@@ -32,10 +32,13 @@ static void check_null_everywhere(void) {
     char text[16];
     size_t n = 7;
 
-    /* init and free functions accept NULL */
-    inlay_model_params_init(NULL);
-    inlay_session_params_init(NULL);
-    inlay_generate_params_init(NULL);
+    /* init and free functions accept NULL (the init macros take a struct: the symbols) */
+    (inlay_model_params_init)(NULL);
+    (inlay_session_params_init)(NULL);
+    (inlay_generate_params_init)(NULL);
+    inlay_model_params_init_size(NULL, sizeof(inlay_model_params));
+    inlay_session_params_init_size(NULL, sizeof(inlay_session_params));
+    inlay_generate_params_init_size(NULL, sizeof(inlay_generate_params));
     inlay_model_free(NULL);
     inlay_session_free(NULL);
     inlay_result_free(NULL);

@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# packaging_symbols (ctest): libinlay.so exports the C ABI and nothing else. Reads the
+# dynamic symbol table (nm -D --defined-only) and fails on any defined symbol whose name
+# does not start with inlay_ (the version nodes of the version script aside), and on any
+# function declared INLAY_API in inlay.h that is not exported.
+#
+#   exported_symbols.sh NM LIBRARY VERSION_SCRIPT HEADER
+set -euo pipefail
+if [ "$#" -ne 4 ]; then
+  echo "usage: $0 NM LIBRARY VERSION_SCRIPT HEADER" >&2
+  exit 2
+fi
+nm=$1 library=$2 map=$3 header=$4
+failures=0
+fail() { echo "packaging_symbols: FAILED: $*" >&2; failures=$((failures + 1)); }
+
+# Version nodes ("INLAY_1 {") of the version script appear as absolute symbols.
+mapfile -t nodes < <(sed -n 's/^[[:space:]]*\([A-Za-z_][A-Za-z0-9_.]*\)[[:space:]]*{.*/\1/p' "$map")
+[ "${#nodes[@]}" -gt 0 ] || fail "no version node found in $map"
+# "ADDRESS TYPE NAME[@VERSION]" per defined symbol.
+table=$("$nm" -D --defined-only "$library") || { echo "packaging_symbols: $nm -D failed on $library" >&2; exit 1; }
+exported=()
+while read -r -a fields; do
+  [ "${#fields[@]}" -ge 2 ] || continue
+  name=${fields[-1]%%@*}
+  type=${fields[-2]}
+  if [[ $name == inlay_* ]]; then
+    exported+=("$name")
+    continue
+  fi
+  node=0
+  for n in "${nodes[@]}"; do [ "$type" = A ] && [ "$name" = "$n" ] && node=1; done
+  [ "$node" -eq 1 ] || fail "exported symbol outside the C ABI: ${fields[*]}"
+done <<< "$table"
+echo "packaging_symbols: ${#exported[@]} inlay_* symbols exported (version nodes: ${nodes[*]})"
+# Every function the header declares is exported.
+mapfile -t declared < <(grep -oE '^INLAY_API[^(]*\binlay_[a-z0-9_]+\(' "$header" | grep -oE 'inlay_[a-z0-9_]+\($' | tr -d '(')
+[ "${#declared[@]}" -ge 10 ] || fail "found only ${#declared[@]} INLAY_API functions in $header"
+for f in "${declared[@]}"; do
+  printf '%s\n' "${exported[@]}" | grep -qx "$f" || fail "$f is declared in inlay.h but not exported"
+done
+if [ "$failures" -ne 0 ]; then
+  echo "packaging_symbols: $failures check(s) failed" >&2
+  exit 1
+fi
+echo "packaging_symbols: all ${#declared[@]} functions of inlay.h exported, nothing else"
