@@ -298,13 +298,33 @@ struct GenerateOptions {
     GenerateOptions() { inlay_generate_params_init(&params); }
 };
 
+// How a session is made: its context length and speculative decoding (inlay.h's
+// inlay_session_params). The draft model, when set, only has to live until the session is
+// made (the session keeps its weights).
+struct SessionOptions {
+    int32_t context_length = 0;  // 0: the model's
+    inlay_speculation speculation = INLAY_SPECULATION_NONE;
+    const Model* draft = nullptr;  // INLAY_SPECULATION_DRAFT_MODEL
+    int32_t n_draft = 8;
+    int32_t n_draft_min = 0;
+    float p_min = 0.5f;
+};
+
 class Session {
 public:
     // context_length 0: the model's. The model must outlive the session.
-    explicit Session(const Model& model, int32_t context_length = 0) {
+    explicit Session(const Model& model, int32_t context_length = 0)
+        : Session(model, SessionOptions{context_length}) {}
+
+    Session(const Model& model, const SessionOptions& options) {
         inlay_session_params sp;
         inlay_session_params_init(&sp);
-        sp.context_length = context_length;
+        sp.context_length = options.context_length;
+        sp.speculation = static_cast<int32_t>(options.speculation);
+        sp.draft_model = options.draft ? options.draft->get() : nullptr;
+        sp.n_draft = options.n_draft;
+        sp.n_draft_min = options.n_draft_min;
+        sp.p_min = options.p_min;
         inlay_session* raw = nullptr;
         detail::check(inlay_session_create(model.get(), &sp, &raw));
         handle_.reset(raw);
@@ -372,6 +392,14 @@ public:
     // Safe from any thread while another one generates.
     void cancel() noexcept { inlay_session_cancel(get()); }
     [[nodiscard]] size_t n_vocab() const noexcept { return n_vocab_; }
+
+    // Speculative decoding over every generate call so far.
+    [[nodiscard]] inlay_speculation_stats speculation_stats() const {
+        inlay_speculation_stats stats{};
+        stats.struct_size = sizeof stats;
+        detail::check(inlay_session_get_speculation_stats(get(), &stats));
+        return stats;
+    }
 
     // A new session continuing this conversation, sharing its KV (copy-on-write).
     [[nodiscard]] Session fork() const {

@@ -164,10 +164,11 @@ private:
     void notify_scheduler();
     [[nodiscard]] bool paused(const Request& req) const;
     [[nodiscard]] Request* youngest_running_after(const Request& req) const;
-    // Appends a sampled token to the request's sequence and queue and ends the request
-    // when it is an end of generation, the last of max_tokens or fills the context.
-    // Returns whether it ended.
-    bool emit_locked(Request& req, int32_t token);
+    // Hands a sampled token (already appended to the sequence, which holds `length`
+    // tokens up to and including it) to the request's queue, and ends the request when it
+    // is an end of generation, the last of max_tokens or fills the context. Returns
+    // whether it ended.
+    bool emit_locked(Request& req, int32_t token, int64_t length);
 
     // Speculation (speculation_step.cpp).
     DraftContext& draft_context_locked(const std::shared_ptr<const Model>& draft);

@@ -393,7 +393,7 @@ void Engine::apply_locked(std::vector<Entry>& plan) {
             continue;
         }
         seq.tokens_.push_back(token);
-        emit_locked(req, token);
+        emit_locked(req, token, static_cast<int64_t>(seq.tokens_.size()));
     }
     const double seconds = step_seconds_ + std::chrono::duration<double>(Clock::now() - t0).count();
     ++counters_.steps;
@@ -404,7 +404,7 @@ void Engine::apply_locked(std::vector<Entry>& plan) {
     counters_.draft_seconds += step_draft_seconds_;
 }
 
-bool Engine::emit_locked(Request& req, int32_t token) {
+bool Engine::emit_locked(Request& req, int32_t token, int64_t length) {
     const Sequence& seq = *req.seq_;
     if (req.generated.empty()) req.first_token = Clock::now();
     req.generated.push_back(token);
@@ -418,7 +418,7 @@ bool Engine::emit_locked(Request& req, int32_t token) {
     StopReason reason = StopReason::none;
     if (!req.ignore_eos && model_->tokenizer().is_eog(token)) reason = StopReason::end_of_generation;
     else if (static_cast<int64_t>(req.generated.size()) >= req.max_tokens) reason = StopReason::max_tokens;
-    else if (static_cast<int64_t>(seq.tokens_.size()) >= seq.context_length_) reason = StopReason::context_full;
+    else if (length >= seq.context_length_) reason = StopReason::context_full;
     if (reason == StopReason::none) return false;
     end_locked(req, reason, INLAY_OK, "");
     return true;

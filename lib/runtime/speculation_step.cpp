@@ -386,7 +386,7 @@ void Engine::verify_locked(Entry& e) {
         counters_.speculation += round;
     }
     for (auto i = static_cast<size_t>(n_before); i < seq.tokens_.size(); ++i)
-        if (emit_locked(req, seq.tokens_[i])) break;
+        if (emit_locked(req, seq.tokens_[i], static_cast<int64_t>(i + 1))) break;
 }
 
 }  // namespace inlay

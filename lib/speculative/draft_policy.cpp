@@ -40,6 +40,9 @@ int32_t DraftPolicy::choose(const SpeculationCosts& costs, int32_t k_max) {
         steps_since_probe_ = 0;
         return best_k;
     }
+    // Not worth it even if every proposal were kept: what a pass costs rules it out, and a
+    // probe could only tell what is known (probes measure acceptance, not cost).
+    if (gain(1.0, k_max, costs) < kMinGain) return 0;
     // Not worth it at the rate seen so far: decode plainly, probing now and then.
     if (++steps_since_probe_ < probe_interval_) return 0;
     steps_since_probe_ = 0;

@@ -7,7 +7,8 @@
 // one drafted token relative to a decode step (SpeculationCosts). The policy proposes the
 // k in [1, n_max] with the best yield per cost, and nothing when even that is no gain; then
 // it probes with k = 1 now and again (less often while probes keep failing), so a
-// sequence whose text becomes predictable gets speculation back.
+// sequence whose text becomes predictable gets speculation back. When the costs rule
+// speculation out even at full acceptance, it does not probe.
 //
 // The acceptance rate is estimated from the verifications so far, the recent ones
 // weighing most: each round adds its accepted tokens to a success count and, when a token

@@ -361,3 +361,51 @@ TEST_CASE("inlay bench --concurrency: JSON report of batched sessions", "[cli]")
     CHECK(bad.exit_code != 0);
     CHECK(bad.err.find("concurrency") != std::string::npos);
 }
+
+TEST_CASE("inlay generate/bench --draft and --lookup: the plain greedy tokens, proposals counted", "[cli][speculative]") {
+    const auto target = testdata("models/stories15M-q8_0.gguf");
+    const auto draft = testdata("models/stories15M-q4_0.gguf");
+    INLAY_REQUIRE_FILE_OR_SKIP(target);
+    INLAY_REQUIRE_FILE_OR_SKIP(draft);
+    const std::vector<std::string> base = {"generate", "-m", target.string(), "-p", "Once upon a time, there was a",
+                                           "--temp", "0", "-n", "40", "--ignore-eos", "-t", "2", "--json"};
+    const json plain = run_json(base);
+    auto with = [&](std::vector<std::string> extra) {
+        std::vector<std::string> args = base;
+        args.insert(args.end(), extra.begin(), extra.end());
+        return run_json(args);
+    };
+    const json drafted = with({"--draft", draft.string(), "--n-draft", "4", "--n-draft-min", "4", "--p-min", "0"});
+    CHECK(drafted["tokens"] == plain["tokens"]);
+    CHECK(drafted["text"] == plain["text"]);
+    CHECK(drafted["timings"]["draft_tokens_proposed"].get<int64_t>() > 0);
+    CHECK(drafted["timings"]["draft_tokens_accepted"].get<int64_t>() > 0);
+    CHECK(plain["timings"]["draft_tokens_proposed"].get<int64_t>() == 0);
+    const json looked_up = with({"--lookup", "--n-draft", "3", "--n-draft-min", "3"});
+    CHECK(looked_up["tokens"] == plain["tokens"]);
+
+    // Usage mistakes.
+    for (const std::vector<std::string>& bad :
+         {std::vector<std::string>{"--draft", draft.string(), "--lookup"}, {"--n-draft", "4"},
+          {"--lookup", "--n-draft", "2", "--n-draft-min", "3"}, {"--lookup", "--n-draft", "65"}}) {
+        std::vector<std::string> args = base;
+        args.insert(args.end(), bad.begin(), bad.end());
+        INFO(Catch::Detail::stringify(bad));
+        CHECK(run_process(inlay_tool(), args).exit_code == 2);
+    }
+    // A draft of another vocabulary: a clear error, not a crash.
+    const auto other = testdata("models/stories260K.gguf");
+    std::vector<std::string> args = base;
+    args.insert(args.end(), {"--draft", other.string()});
+    const auto r = run_process(inlay_tool(), args);
+    CHECK(r.exit_code != 0);
+    CHECK(r.err.find("INLAY_ERR_INVALID_ARGUMENT") != std::string::npos);
+
+    // The benchmark compares both in one sitting and checks that the tokens agree.
+    const json bench = run_json({"bench", "-m", target.string(), "--draft", draft.string(), "-n", "24", "-r", "1",
+                                 "-t", "2", "--n-draft-min", "2", "--json"});
+    CHECK(bench["plain_decode_tokens_per_s"].get<double>() > 0);
+    CHECK(bench["speculative_decode_tokens_per_s"].get<double>() > 0);
+    CHECK(bench["draft_tokens_proposed"].get<int64_t>() > 0);
+    CHECK(bench["acceptance_rate"].get<double>() > 0);
+}

@@ -96,8 +96,11 @@ TEST_CASE("greedy speculation gives exactly the plain output on every testdata m
             options.ignore_eos = !stop_at_eog;
             const GenerateResult plain = run_one(engine, {}, prompt, options);
             if (!stop_at_eog) REQUIRE(plain.tokens == reference_greedy(*target, prompt, 48));
-            for (const SpeculationOptions& spec : {draft_with(draft), lookup()}) {
-                INFO((spec.draft ? "draft model" : "prompt lookup") << (stop_at_eog ? ", stopping at EOG" : ""));
+            // Adaptive, and 4 proposals in every step (every verification path runs).
+            for (const SpeculationOptions& spec :
+                 {draft_with(draft), lookup(), fixed(draft_with(draft), 4), fixed(lookup(), 4)}) {
+                INFO((spec.draft ? "draft model" : "prompt lookup") << ", at least " << spec.n_draft_min
+                                                                     << (stop_at_eog ? ", stopping at EOG" : ""));
                 const GenerateResult got = run_one(engine, spec, prompt, options);
                 REQUIRE(got.tokens == plain.tokens);
                 REQUIRE(got.text == plain.text);
@@ -251,6 +254,22 @@ TEST_CASE("max_tokens, callback stops, cancels, stop strings and turns with spec
         const auto more = s.generate({}, greedy(10));
         REQUIRE(more.tokens == std::vector<int32_t>(reference.begin() + static_cast<ptrdiff_t>(kept),
                                                     reference.begin() + static_cast<ptrdiff_t>(kept + 10)));
+    }
+
+    // The context filling up inside an accepted run: the same tokens and stop.
+    for (const SpeculationOptions& spec : {fixed(draft_with(draft), 4), fixed(lookup(), 4)}) {
+        for (const int64_t room : {1, 2, 3, 7, 13}) {
+            INFO("room for " << room << " tokens after the prompt");
+            Session plain(engine, static_cast<int64_t>(prompt.size()) + room);
+            const auto want = plain.generate(prompt, greedy(60));
+            Session s(engine, static_cast<int64_t>(prompt.size()) + room);
+            s.set_speculation(spec);
+            const auto got = s.generate(prompt, greedy(60));
+            REQUIRE(want.stop_reason == StopReason::context_full);
+            REQUIRE(got.stop_reason == StopReason::context_full);
+            REQUIRE(got.tokens == want.tokens);
+            REQUIRE(got.tokens.size() == static_cast<size_t>(room));
+        }
     }
 
     // A stop string: the same text and stop as without speculation.

@@ -22,6 +22,7 @@
 #include <nlohmann/json.hpp>
 
 #include "app.h"
+#include "bench_stats.h"
 #include "inlay/inlay.hpp"
 
 namespace inlay::cli {
@@ -36,13 +37,6 @@ struct Run {
     double per_token_max = 0.0;
     int64_t tokens = 0;
 };
-
-double median(std::vector<double> v) {
-    if (v.empty()) return 0.0;
-    std::sort(v.begin(), v.end());
-    const size_t m = v.size() / 2;
-    return v.size() % 2 ? v[m] : (v[m - 1] + v[m]) / 2.0;
-}
 
 Run run_once(const Model& model, const ConcurrencyBench& b, int32_t n_gen) {
     const auto n_vocab = static_cast<int32_t>(model.info().n_vocab);

@@ -14,6 +14,7 @@
 
 #include "app.h"
 #include "args.h"
+#include "bench_stats.h"
 #include "device_option.h"
 #include "core/error.h"
 #include "model/make_executor.h"
@@ -25,13 +26,6 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
-
-double median(std::vector<double> v) {
-    if (v.empty()) return 0.0;
-    std::sort(v.begin(), v.end());
-    const size_t m = v.size() / 2;
-    return v.size() % 2 ? v[m] : (v[m - 1] + v[m]) / 2.0;
-}
 
 DType parse_matrix_type(const std::string& name) {
     for (DType t : {DType::F32, DType::F16, DType::BF16, DType::Q8_0, DType::Q4_0, DType::Q4_K, DType::Q5_K,

@@ -23,29 +23,14 @@
 
 #include "app.h"
 #include "args.h"
+#include "bench_stats.h"
 #include "bench_concurrency.h"
+#include "bench_speculative.h"
 #include "bench_synthetic.h"
 #include "load.h"
 
 namespace inlay::cli {
 namespace {
-
-double median(std::vector<double> v) {
-    if (v.empty()) return 0.0;
-    std::sort(v.begin(), v.end());
-    const size_t m = v.size() / 2;
-    return v.size() % 2 ? v[m] : (v[m - 1] + v[m]) / 2.0;
-}
-
-double stddev(const std::vector<double>& v) {
-    if (v.size() < 2) return 0.0;
-    double mean = 0.0;
-    for (double x : v) mean += x;
-    mean /= static_cast<double>(v.size());
-    double ss = 0.0;
-    for (double x : v) ss += (x - mean) * (x - mean);
-    return std::sqrt(ss / static_cast<double>(v.size() - 1));
-}
 
 int64_t peak_rss_bytes() {
     rusage usage{};
@@ -100,12 +85,14 @@ int run_bench(std::span<const std::string_view> args) {
     std::string dtype = "q4_k";
     int32_t batch = 64;
     bool json = false;
+    SpeculationArgs speculation;
+    std::string text = "Once upon a time, there was a little girl named Lily. She loved to play outside";
     constexpr double limit = 1 << 20;
 
-    const CommandSpec spec{
+    CommandSpec spec{
         "bench",
         "(-m MODEL | --synthetic SHAPE [--dtype T] [--batch B]) [-p 128] [-n 64] [-r 5] [-t THREADS] "
-        "[--device D] [--concurrency N] [--json]",
+        "[--device D] [--concurrency N | --draft MODEL | --lookup [--n-draft K] [--text TEXT]] [--json]",
         "Measures prompt processing (pp) and generation (tg) speed; median of R runs after a warm-up.",
         {
             {"--model", "-m", "MODEL", "GGUF model file or Hugging Face folder", &model_path},
@@ -126,9 +113,12 @@ int run_bench(std::span<const std::string_view> args) {
              "instead: N sessions generating -n tokens at once from different prompts of -p tokens (default 8); "
              "aggregate decode tokens/s and per-session latency",
              &concurrency, 1, 1024},
+            {"--text", "", "TEXT",
+             "--draft/--lookup: the prompt of the speculative decoding test (a repetitive one for --lookup)", &text},
             {"--json", "", "", "print one JSON object", &json},
         },
     };
+    speculation.add_options(spec.options);
     const ParsedArgs parsed = parse_args(spec, args);
     if (parsed.help) return exit_ok;
     if (parsed.has("--synthetic") == parsed.has("--model")) throw UsageError("bench needs -m MODEL or --synthetic SHAPE");
@@ -144,6 +134,19 @@ int run_bench(std::span<const std::string_view> args) {
         b.n_threads = n_threads;
         b.json = json;
         return run_synthetic_bench(b);
+    }
+    if (speculation.enabled(parsed)) {
+        if (parsed.has("--concurrency")) throw UsageError("--concurrency and speculative decoding are separate tests");
+        SpeculativeBench b;
+        b.model_path = model_path;
+        b.speculation = speculation;
+        b.text = text;
+        b.n_gen = parsed.has("--n-gen") ? std::max<int32_t>(n_gen, 2) : 128;
+        b.repetitions = repetitions;
+        b.n_threads = n_threads;
+        b.device = device;
+        b.json = json;
+        return run_speculative_bench(b, parsed);
     }
     if (parsed.has("--concurrency")) {
         ConcurrencyBench b;

@@ -16,6 +16,7 @@
 #include "app.h"
 #include "args.h"
 #include "load.h"
+#include "speculation_option.h"
 
 namespace inlay::cli {
 namespace {
@@ -50,8 +51,9 @@ int run_chat(std::span<const std::string_view> args) {
     constexpr double int_max = std::numeric_limits<int32_t>::max();
     inlay_generate_params& p = gen.params;
     p.max_tokens = 1024;
+    SpeculationArgs speculation;
 
-    const CommandSpec spec{
+    CommandSpec spec{
         "chat",
         "-m MODEL [options] < messages",
         "Chats with MODEL through its chat template: each stdin line is a user message; replies stream to stdout.\n"
@@ -79,7 +81,9 @@ int run_chat(std::span<const std::string_view> args) {
             {"--quiet", "-q", "", "no prompts, banners or per-turn statistics on stderr", &quiet},
         },
     };
-    if (parse_args(spec, args).help) return exit_ok;
+    speculation.add_options(spec.options);
+    const ParsedArgs parsed = parse_args(spec, args);
+    if (parsed.help) return exit_ok;
     if (no_think && think) throw UsageError("--think and --no-think exclude each other");
     if (p.top_p <= 0.0f) throw UsageError("--top-p must be in (0, 1]");
     if (p.repeat_penalty <= 0.0f) throw UsageError("--repeat-penalty must be greater than 0");
@@ -90,7 +94,9 @@ int run_chat(std::span<const std::string_view> args) {
 
     const bool interactive = isatty(STDIN_FILENO) != 0;
     LoadedModel loaded = load_model(model_path, n_threads, context_length, !quiet, device);
-    Session session(loaded.model, context_length);
+    std::optional<LoadedModel> draft;
+    Session session(loaded.model,
+                    speculation_session(speculation, parsed, n_threads, context_length, device, draft));
 
     std::vector<ChatMessage> base;
     if (system) base.push_back({"system", *system});
@@ -133,8 +139,12 @@ int run_chat(std::span<const std::string_view> args) {
                 const inlay_timings t = reply.timings();
                 const size_t processed = reply.prompt_tokens().size();
                 const size_t total = session.n_tokens() - reply.tokens().size();
-                fmt::print(stderr, "[turn {}: {} prompt tokens processed, {} reused | {} generated, {:.1f} t/s | {}]\n",
-                           turn, processed, total - processed, t.generated_tokens, t.decode_tokens_per_s,
+                const std::string drafts =
+                    t.draft_tokens_proposed > 0
+                        ? fmt::format(" | {} of {} proposals accepted", t.draft_tokens_accepted, t.draft_tokens_proposed)
+                        : "";
+                fmt::print(stderr, "[turn {}: {} prompt tokens processed, {} reused | {} generated, {:.1f} t/s{} | {}]\n",
+                           turn, processed, total - processed, t.generated_tokens, t.decode_tokens_per_s, drafts,
                            stop_reason_name(reply.stop_reason()));
             }
         } catch (const Error& e) {

@@ -10,6 +10,7 @@
 #include "app.h"
 #include "args.h"
 #include "load.h"
+#include "speculation_option.h"
 
 namespace inlay::cli {
 
@@ -24,8 +25,9 @@ int run_generate(std::span<const std::string_view> args) {
     bool json = false;
     constexpr double int_max = std::numeric_limits<int32_t>::max();
     inlay_generate_params& p = gen.params;
+    SpeculationArgs speculation;
 
-    const CommandSpec spec{
+    CommandSpec spec{
         "generate",
         "-m MODEL -p PROMPT [options]",
         "Generates text after PROMPT and streams it to stdout (-p \"\" starts from BOS alone).",
@@ -52,7 +54,9 @@ int run_generate(std::span<const std::string_view> args) {
             {"--json", "", "", "print one JSON object at the end instead of streaming", &json},
         },
     };
-    if (parse_args(spec, args).help) return exit_ok;
+    speculation.add_options(spec.options);
+    const ParsedArgs parsed = parse_args(spec, args);
+    if (parsed.help) return exit_ok;
     if (p.top_p <= 0.0f) throw UsageError("--top-p must be in (0, 1]");
     if (p.repeat_penalty <= 0.0f) throw UsageError("--repeat-penalty must be greater than 0");
     for (const std::string& s : gen.stop) {
@@ -61,7 +65,9 @@ int run_generate(std::span<const std::string_view> args) {
     p.add_bos = !no_bos;
 
     LoadedModel loaded = load_model(model_path, n_threads, context_length, !json, device);
-    Session session(loaded.model);
+    std::optional<LoadedModel> draft;
+    Session session(loaded.model,
+                    speculation_session(speculation, parsed, n_threads, context_length, device, draft));
     Result result = json ? session.generate(prompt, gen)
                          : session.generate(prompt, gen, [](int32_t, std::string_view piece) {
                                write_stdout(piece);
@@ -84,7 +90,9 @@ int run_generate(std::span<const std::string_view> args) {
               {"prefill_s", t.prefill_s},
               {"decode_s", t.decode_s},
               {"prefill_tokens_per_s", t.prefill_tokens_per_s},
-              {"decode_tokens_per_s", t.decode_tokens_per_s}}},
+              {"decode_tokens_per_s", t.decode_tokens_per_s},
+              {"draft_tokens_proposed", t.draft_tokens_proposed},
+              {"draft_tokens_accepted", t.draft_tokens_accepted}}},
         };
         // The library's text is valid UTF-8; `replace` only guards the output's parseability.
         write_stdout(out.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n");
@@ -93,6 +101,10 @@ int run_generate(std::span<const std::string_view> args) {
         fmt::print(stderr, "inlay: load {:.3f} s | prompt {} tokens, {:.1f} t/s | generated {} tokens, {:.1f} t/s | {}\n",
                    loaded.load_s, t.prompt_tokens, t.prefill_tokens_per_s, t.generated_tokens, t.decode_tokens_per_s,
                    stop_reason_name(result.stop_reason()));
+        if (t.draft_tokens_proposed > 0)
+            fmt::print(stderr, "inlay: speculation: {} of {} proposed tokens accepted ({:.0f}%)\n",
+                       t.draft_tokens_accepted, t.draft_tokens_proposed,
+                       100.0 * static_cast<double>(t.draft_tokens_accepted) / static_cast<double>(t.draft_tokens_proposed));
     }
     return exit_ok;
 }

@@ -1,0 +1,87 @@
+// DraftPolicy and StepCostModel: the expected-gain formula, growth on acceptance, back-off
+// to sparse probes on rejection and none when costs rule speculation out, the minimum; the
+// cost model's fit on passes of known cost.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+
+#include "speculative/draft_policy.h"
+#include "speculative/step_cost_model.h"
+
+using namespace inlay;
+
+TEST_CASE("gain: expected tokens per cost", "[speculative][policy]") {
+    const SpeculationCosts free_verify{0.0, 0.0};
+    REQUIRE(DraftPolicy::gain(0.5, 0, free_verify) == 1.0);
+    REQUIRE(DraftPolicy::gain(0.5, 2, free_verify) == Approx(1.75));  // 1 + 0.5 + 0.25
+    REQUIRE(DraftPolicy::gain(1.0, 3, free_verify) == Approx(4.0));
+    const SpeculationCosts costly{0.1, 0.4};
+    REQUIRE(DraftPolicy::gain(0.9, 4, costly) == Approx((1 - std::pow(0.9, 5)) / 0.1 / 3.0));
+}
+
+TEST_CASE("the policy grows k with acceptance and backs off to sparse probes on rejection", "[speculative][policy]") {
+    const SpeculationCosts costs{0.05, 0.1};
+    DraftPolicy p(8);
+    for (int i = 0; i < 20; ++i) {
+        const int32_t k = p.next(costs, 100);
+        REQUIRE(k >= 1);
+        p.record(k, k);  // every proposal kept
+    }
+    REQUIRE(p.acceptance() > 0.95);
+    REQUIRE(p.next(costs, 100) == 8);
+    REQUIRE(p.next(costs, 3) == 3);  // bounded by the room the step has
+    REQUIRE(p.next(costs, 0) == 0);
+
+    // Everything rejected: speculation stops, then only probes of one token remain, and
+    // they thin out (intervals 4, 8, 16, 32, 64, 64, ...).
+    DraftPolicy q(8);
+    int64_t proposals = 0, probes = 0;
+    for (int step = 0; step < 1000; ++step) {
+        const int32_t k = q.next(costs, 100);
+        if (k > 0) {
+            proposals += k;
+            probes += step > 20;
+            q.record(k, 0);
+        }
+    }
+    REQUIRE(q.acceptance() < 0.05);
+    INFO("proposals " << proposals << ", late probes " << probes);
+    REQUIRE(proposals < 60);
+    REQUIRE(probes >= 10);  // speculation is retried now and then
+    REQUIRE(probes <= 20);
+}
+
+TEST_CASE("no probes when costs rule speculation out; n_min forces proposals", "[speculative][policy]") {
+    const SpeculationCosts hopeless{0.9, 0.9};  // a proposal costs more than a decode step
+    DraftPolicy p(8);
+    for (int step = 0; step < 500; ++step) REQUIRE(p.next(hopeless, 100) == 0);
+    DraftPolicy forced(8, 3);
+    REQUIRE(forced.next(hopeless, 100) == 3);
+    REQUIRE(forced.next(hopeless, 2) == 2);
+    forced.record(3, 3);
+    REQUIRE(forced.next(SpeculationCosts{0.0, 0.0}, 100) == 8);
+}
+
+TEST_CASE("the step cost model fits fixed and per-token cost", "[speculative][cost]") {
+    StepCostModel m(0.1);
+    REQUIRE_FALSE(m.fitted());
+    REQUIRE(m.decode_seconds() == 0.0);
+    REQUIRE(m.token_ratio() == Approx(0.1));
+    // Passes of 1, 3 and 8 tokens costing 2 ms + 0.5 ms per token.
+    for (int i = 0; i < 30; ++i)
+        for (const int64_t n : {1, 3, 8}) m.add(n, 0.002 + 0.0005 * static_cast<double>(n));
+    REQUIRE(m.fitted());
+    REQUIRE(m.decode_seconds() == Approx(0.0025).epsilon(1e-6));
+    REQUIRE(m.token_ratio(1) == Approx(0.2).epsilon(1e-6));  // 0.5 / 2.5
+    // In a batch of 16 tokens a token costs 0.5 of the 10 ms pass's 0.625 ms per token.
+    REQUIRE(m.token_ratio(16) == Approx(16 * 0.0005 / (0.002 + 16 * 0.0005)).epsilon(1e-6));
+    // Only decode steps: not fitted, priced with the fallback.
+    StepCostModel d(0.1);
+    for (int i = 0; i < 10; ++i) d.add(1, 0.003);
+    REQUIRE_FALSE(d.fitted());
+    REQUIRE(d.decode_seconds() == Approx(0.003));
+    // Nonsense is ignored.
+    d.add(0, 1.0);
+    d.add(1, -1.0);
+    REQUIRE(d.decode_seconds() == Approx(0.003));
+}
