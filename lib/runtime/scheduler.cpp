@@ -393,6 +393,9 @@ void Engine::apply_locked(std::vector<Entry>& plan) {
             continue;
         }
         seq.tokens_.push_back(token);
+        // A decode step without proposals is what speculation is compared with (one whose
+        // drafting proposed nothing counts as speculating: it paid for the draft).
+        if (req.policy_ && e.n == 1 && e.start >= req.prompt_end_) req.policy_->observe(e.drafts(), 1, step_seconds_);
         emit_locked(req, token, static_cast<int64_t>(seq.tokens_.size()));
     }
     const double seconds = step_seconds_ + std::chrono::duration<double>(Clock::now() - t0).count();

@@ -379,6 +379,7 @@ void Engine::verify_locked(Entry& e) {
     release_from(seq, seq.n_cached_);
     register_full_blocks(seq, e.start);
     trim_draft(seq, n_before + accepted);
+    req.policy_->observe(true, static_cast<int64_t>(seq.tokens_.size()) - n_before, step_seconds_);
     if (m > 0) {
         req.policy_->record(static_cast<int32_t>(m), static_cast<int32_t>(accepted));
         const SpeculationStats round{1, m, accepted};

@@ -21,7 +21,34 @@ double DraftPolicy::gain(double a, int32_t k, const SpeculationCosts& costs) {
 int32_t DraftPolicy::next(const SpeculationCosts& costs, int32_t limit) {
     const int32_t k_max = std::min(n_max_, limit);
     if (k_max <= 0) return 0;
-    return std::max(std::min(n_min_, k_max), choose(costs, k_max));
+    const int32_t forced = std::min(n_min_, k_max);
+    if (decode_steps_ < kWarmup) {
+        ++decode_steps_;
+        return forced;
+    }
+    if (veto_left_ > 0) {
+        --veto_left_;
+        return forced;
+    }
+    return std::max(forced, choose(costs, k_max));
+}
+
+void DraftPolicy::observe(bool speculated, int64_t tokens, double seconds) {
+    if (tokens <= 0 || !(seconds > 0.0)) return;
+    const double spt = seconds / static_cast<double>(tokens);
+    double& ema = speculated ? spec_spt_ : plain_spt_;
+    int32_t& n = speculated ? n_spec_ : n_plain_;
+    ema = n == 0 ? spt : kRateDecay * ema + (1.0 - kRateDecay) * spt;
+    ++n;
+    if (!speculated || n_plain_ < kJudge || n_spec_ < kJudge) return;
+    if (spec_spt_ > plain_spt_ / kMinGain) {
+        // No faster than plain decoding (by the same margin the cost model asks for).
+        veto_left_ = veto_interval_;
+        veto_interval_ = std::min(kMaxVeto, veto_interval_ * 2);
+        n_spec_ = 0;
+    } else {
+        veto_interval_ = kFirstVeto;
+    }
 }
 
 int32_t DraftPolicy::choose(const SpeculationCosts& costs, int32_t k_max) {

@@ -10,6 +10,12 @@
 // sequence whose text becomes predictable gets speculation back. When the costs rule
 // speculation out even at full acceptance, it does not probe.
 //
+// The cost model can be wrong (two models' weights evicting each other from the cache
+// make both slower than either alone), so the policy also watches the outcome: the time
+// per token of its steps with and without proposals. Its first decode steps are plain
+// (to measure them); when speculating turns out no faster, it is vetoed for a while (the
+// veto doubling while it keeps being right), then measured again.
+//
 // The acceptance rate is estimated from the verifications so far, the recent ones
 // weighing most: each round adds its accepted tokens to a success count and, when a token
 // was rejected, one failure (the geometric model's maximum likelihood), both decaying,
@@ -37,9 +43,10 @@ public:
     int32_t next(const SpeculationCosts& costs, int32_t limit);
     // The outcome of a verification: `proposed` tokens checked, the first `accepted` kept.
     void record(int32_t proposed, int32_t accepted);
-    // A step with no proposal although next() asked for some (no lookup match, the draft
-    // was unsure of its first token): neither success nor failure.
-    void record_none() {}
+    // The wall time of a step of this sequence and the tokens it gave it, with or without
+    // proposals in it.
+    void observe(bool speculated, int64_t tokens, double seconds);
+    [[nodiscard]] bool vetoed() const { return veto_left_ > 0; }
 
     [[nodiscard]] double acceptance() const;
     [[nodiscard]] int32_t n_max() const { return n_max_; }
@@ -53,6 +60,11 @@ private:
     static constexpr double kMinGain = 1.03;     // speculate only for a 3% gain or more
     static constexpr int32_t kFirstProbe = 4;    // decode steps between probes, at first
     static constexpr int32_t kMaxProbe = 64;     // ... and at most
+    static constexpr int32_t kWarmup = 4;        // plain decode steps measured first
+    static constexpr int32_t kJudge = 3;         // steps of each kind before comparing them
+    static constexpr double kRateDecay = 0.7;    // weight of the past in the time per token
+    static constexpr int32_t kFirstVeto = 16;    // decode steps without speculation, at first
+    static constexpr int32_t kMaxVeto = 512;
 
     int32_t n_max_;
     int32_t n_min_;
@@ -63,6 +75,12 @@ private:
     double failures_;
     int32_t probe_interval_ = kFirstProbe;
     int32_t steps_since_probe_ = 0;
+    int32_t decode_steps_ = 0;
+    // Seconds per token of recent steps with and without proposals, and how many of each.
+    double plain_spt_ = 0.0, spec_spt_ = 0.0;
+    int32_t n_plain_ = 0, n_spec_ = 0;
+    int32_t veto_left_ = 0;
+    int32_t veto_interval_ = kFirstVeto;
 };
 
 }  // namespace inlay

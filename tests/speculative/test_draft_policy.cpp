@@ -22,6 +22,7 @@ TEST_CASE("gain: expected tokens per cost", "[speculative][policy]") {
 TEST_CASE("the policy grows k with acceptance and backs off to sparse probes on rejection", "[speculative][policy]") {
     const SpeculationCosts costs{0.05, 0.1};
     DraftPolicy p(8);
+    for (int i = 0; i < 4; ++i) REQUIRE(p.next(costs, 100) == 0);  // plain steps measured first
     for (int i = 0; i < 20; ++i) {
         const int32_t k = p.next(costs, 100);
         REQUIRE(k >= 1);
@@ -56,6 +57,7 @@ TEST_CASE("no probes when costs rule speculation out; n_min forces proposals", "
     DraftPolicy p(8);
     for (int step = 0; step < 500; ++step) REQUIRE(p.next(hopeless, 100) == 0);
     DraftPolicy forced(8, 3);
+    for (int i = 0; i < 4; ++i) REQUIRE(forced.next(hopeless, 100) == 3);  // the warm-up too
     REQUIRE(forced.next(hopeless, 100) == 3);
     REQUIRE(forced.next(hopeless, 2) == 2);
     forced.record(3, 3);
@@ -84,4 +86,36 @@ TEST_CASE("the step cost model fits fixed and per-token cost", "[speculative][co
     d.add(0, 1.0);
     d.add(1, -1.0);
     REQUIRE(d.decode_seconds() == Approx(0.003));
+}
+
+TEST_CASE("speculation that measures no faster than plain decoding is vetoed, then measured again",
+          "[speculative][policy]") {
+    const SpeculationCosts cheap{0.0, 0.0};  // the cost model says it pays
+    DraftPolicy p(4);
+    for (int i = 0; i < 4; ++i) {
+        REQUIRE(p.next(cheap, 100) == 0);
+        p.observe(false, 1, 0.010);  // 10 ms per token plainly
+    }
+    // Speculating: 3 tokens a step, but 45 ms a step: slower per token.
+    for (int i = 0; i < 3; ++i) {
+        const int32_t k = p.next(cheap, 100);
+        REQUIRE(k == 4);
+        p.record(k, 2);
+        p.observe(true, 3, 0.045);
+    }
+    REQUIRE(p.vetoed());
+    int plain = 0;
+    while (p.vetoed()) {
+        REQUIRE(p.next(cheap, 100) == 0);
+        p.observe(false, 1, 0.010);
+        ++plain;
+    }
+    REQUIRE(plain == 16);
+    // Measured again; this time it pays (3 tokens in 20 ms): no veto.
+    for (int i = 0; i < 3; ++i) {
+        REQUIRE(p.next(cheap, 100) > 0);
+        p.observe(true, 3, 0.020);
+    }
+    REQUIRE_FALSE(p.vetoed());
+    REQUIRE(p.next(cheap, 100) > 0);
 }
