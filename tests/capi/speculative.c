@@ -57,12 +57,17 @@ static void* generate(void* arg) {
     return NULL;
 }
 
+/* Speculation with 4 proposals in every step, whatever the engine measures passes to cost
+ * (with the adaptive default it may rightly propose nothing on a slow or busy machine). */
 static inlay_session* session_with(inlay_model* model, int32_t speculation, inlay_model* draft) {
     inlay_session_params sp;
     inlay_session* session = NULL;
     inlay_session_params_init(&sp);
     sp.speculation = speculation;
     sp.draft_model = draft;
+    sp.n_draft = 4;
+    sp.n_draft_min = speculation == INLAY_SPECULATION_NONE ? 0 : 4;
+    sp.p_min = 0.0f;
     CHECK_STATUS(inlay_session_create(model, &sp, &session), INLAY_OK);
     return session;
 }
