@@ -67,6 +67,37 @@ void require_valid(std::string_view text, std::string_view what) {
     }
 }
 
+std::string quoted(std::string_view bytes) {
+    std::string out = "\"";
+    size_t pos = 0;
+    while (pos < bytes.size()) {
+        const char c = bytes[pos];
+        const auto u = static_cast<unsigned char>(c);
+        switch (c) {
+            case '"': out += "\\\""; ++pos; continue;
+            case '\\': out += "\\\\"; ++pos; continue;
+            case '\n': out += "\\n"; ++pos; continue;
+            case '\r': out += "\\r"; ++pos; continue;
+            case '\t': out += "\\t"; ++pos; continue;
+            default: break;
+        }
+        if (u < 0x20 || u == 0x7f) {
+            out += fmt::format("\\x{:02x}", u);
+            ++pos;
+            continue;
+        }
+        const Step step = next_step(bytes, pos);
+        if (step.kind == StepKind::valid) {
+            out.append(bytes.substr(pos, step.length));
+        } else {
+            for (size_t k = 0; k < step.length; ++k)
+                out += fmt::format("\\x{:02x}", static_cast<unsigned char>(bytes[pos + k]));
+        }
+        pos += step.length;
+    }
+    return out + "\"";
+}
+
 std::string sanitize(std::string_view text) {
     std::string out;
     out.reserve(text.size());

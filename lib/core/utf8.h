@@ -39,6 +39,11 @@ void require_valid(std::string_view text, std::string_view what = "text");
 // `text` with every ill-formed subpart (and a truncated tail) replaced by U+FFFD.
 std::string sanitize(std::string_view text);
 
+// `bytes` as a double-quoted string for a message: C-style escapes for quotes,
+// backslashes, \n \r \t and other control characters, every byte of ill-formed UTF-8 as
+// \xNN; valid UTF-8 stays. The result is valid UTF-8 whatever the input.
+std::string quoted(std::string_view bytes);
+
 // Appends the UTF-8 encoding of `codepoint` (must be a scalar value <= U+10FFFF).
 void append_codepoint(std::string& out, uint32_t codepoint);
 

@@ -169,11 +169,7 @@ int64_t Engine::n_cached(const Sequence& seq) const {
 
 void Engine::release_from(Sequence& seq, int64_t n_tokens) {
     seq.n_cached_ = std::min(seq.n_cached_, std::max<int64_t>(0, n_tokens));
-    const auto keep = static_cast<size_t>(Sequence::blocks_for(seq.n_cached_, block_size_));
-    while (seq.blocks_.size() > keep) {
-        pool_->release(seq.blocks_.back());
-        seq.blocks_.pop_back();
-    }
+    pool_->release_tail(seq.blocks_, static_cast<size_t>(Sequence::blocks_for(seq.n_cached_, block_size_)));
 }
 
 SequenceImage Engine::snapshot(Sequence& seq) {

@@ -177,6 +177,9 @@ private:
     void trim_draft(Sequence& seq, int64_t n_tokens);
     // Releases idle sequences' draft KV in `ctx` until `want` blocks are available.
     void release_idle_drafts_locked(DraftContext& ctx, int64_t want);
+    // Draft blocks for the first n_tokens positions of a drafting sequence, releasing idle
+    // draft KV when short; false (nothing taken) when they cannot be had.
+    bool grow_draft_locked(Sequence& seq, int64_t n_tokens);
     // Decides a decode entry's proposals (e.k_max) and reserves their target and draft
     // blocks (from free memory only: speculation never preempts or evicts a sequence).
     void plan_speculation_locked(Entry& e, int64_t budget, int64_t rows, int64_t n_decode);

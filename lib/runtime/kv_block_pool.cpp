@@ -204,8 +204,10 @@ void KvBlockPool::release(BlockId block) {
     }
 }
 
-void KvBlockPool::release_all(std::vector<BlockId>& table) {
-    while (!table.empty()) {
+void KvBlockPool::release_all(std::vector<BlockId>& table) { release_tail(table, 0); }
+
+void KvBlockPool::release_tail(std::vector<BlockId>& table, size_t keep) {
+    while (table.size() > keep) {
         release(table.back());
         table.pop_back();
     }

@@ -85,6 +85,8 @@ public:
     // Releases every block of a table, last first (so a prefix's tail is evicted before
     // its head), and clears it.
     void release_all(std::vector<BlockId>& table);
+    // Releases the blocks of a table after its first `keep`, last first.
+    void release_tail(std::vector<BlockId>& table, size_t keep);
 
     [[nodiscard]] int32_t ref_count(BlockId block) const;
     [[nodiscard]] bool is_cached(BlockId block) const;

@@ -108,11 +108,8 @@ void Engine::unbind_draft_locked(Sequence& seq) {
 void Engine::trim_draft(Sequence& seq, int64_t n_tokens) {
     if (!seq.draft_) return;
     seq.draft_cached_ = std::min(seq.draft_cached_, std::max<int64_t>(0, n_tokens));
-    const auto keep = static_cast<size_t>(Sequence::blocks_for(seq.draft_cached_, block_size_));
-    while (seq.draft_blocks_.size() > keep) {
-        seq.draft_->pool->release(seq.draft_blocks_.back());
-        seq.draft_blocks_.pop_back();
-    }
+    seq.draft_->pool->release_tail(seq.draft_blocks_,
+                                   static_cast<size_t>(Sequence::blocks_for(seq.draft_cached_, block_size_)));
 }
 
 void Engine::release_idle_drafts_locked(DraftContext& ctx, int64_t want) {
@@ -127,6 +124,19 @@ void Engine::release_idle_drafts_locked(DraftContext& ctx, int64_t want) {
     }
     for (auto it = waiting_.rbegin(); it != waiting_.rend() && !enough(); ++it)
         if ((*it)->seq_->draft_ == &ctx) trim_draft(*(*it)->seq_, 0);
+}
+
+bool Engine::grow_draft_locked(Sequence& seq, int64_t n_tokens) {
+    DraftContext& ctx = *seq.draft_;
+    const int64_t grow = Sequence::blocks_for(n_tokens, block_size_) - static_cast<int64_t>(seq.draft_blocks_.size());
+    if (grow <= 0) return true;
+    std::vector<BlockId> fresh;
+    if (!ctx.pool->allocate_n(ctx.owner, grow, fresh)) {
+        release_idle_drafts_locked(ctx, grow);
+        if (!ctx.pool->allocate_n(ctx.owner, grow, fresh)) return false;
+    }
+    seq.draft_blocks_.insert(seq.draft_blocks_.end(), fresh.begin(), fresh.end());
+    return true;
 }
 
 // --- planning ---------------------------------------------------------------------------
@@ -158,13 +168,7 @@ void Engine::plan_speculation_locked(Entry& e, int64_t budget, int64_t rows, int
         if (lag > std::min(room, chunk)) {
             const int64_t n = std::min({lag - 1, room, chunk});
             if (n <= 0) return;
-            const int64_t grow = Sequence::blocks_for(seq.draft_cached_ + n, bs) - static_cast<int64_t>(seq.draft_blocks_.size());
-            std::vector<BlockId> fresh;
-            if (grow > 0 && !ctx->pool->allocate_n(ctx->owner, grow, fresh)) {
-                release_idle_drafts_locked(*ctx, grow);
-                if (!ctx->pool->allocate_n(ctx->owner, grow, fresh)) return;
-            }
-            seq.draft_blocks_.insert(seq.draft_blocks_.end(), fresh.begin(), fresh.end());
+            if (!grow_draft_locked(seq, seq.draft_cached_ + n)) return;
             e.draft_catchup = n;
             ctx->planned_tokens += n;
             return;
@@ -189,23 +193,12 @@ void Engine::plan_speculation_locked(Entry& e, int64_t budget, int64_t rows, int
     }
     // Draft blocks: its passes write positions up to n_tokens - 2 + k.
     if (ctx && k > 0) {
-        const int64_t grow =
-            Sequence::blocks_for(n_tokens + k - 1, bs) - static_cast<int64_t>(seq.draft_blocks_.size());
-        std::vector<BlockId> fresh;
-        if (grow > 0 && !ctx->pool->allocate_n(ctx->owner, grow, fresh)) {
-            release_idle_drafts_locked(*ctx, grow);
-            if (!ctx->pool->allocate_n(ctx->owner, grow, fresh)) k = 0;
-        }
-        seq.draft_blocks_.insert(seq.draft_blocks_.end(), fresh.begin(), fresh.end());
-        if (k > 0) ctx->planned_tokens += n_tokens - seq.draft_cached_;
+        if (grow_draft_locked(seq, n_tokens + k - 1)) ctx->planned_tokens += n_tokens - seq.draft_cached_;
+        else k = 0;
     }
     if (k <= 0) {
         // Give back what was reserved for proposals beyond the base token.
-        const auto keep = static_cast<size_t>(Sequence::blocks_for(seq.n_cached_ + 1, bs));
-        while (seq.blocks_.size() > keep) {
-            pool_->release(seq.blocks_.back());
-            seq.blocks_.pop_back();
-        }
+        pool_->release_tail(seq.blocks_, static_cast<size_t>(Sequence::blocks_for(seq.n_cached_ + 1, bs)));
         return;
     }
     e.k_max = static_cast<int32_t>(k);

@@ -8,34 +8,6 @@
 
 namespace inlay {
 
-namespace {
-
-// "text" with quotes, backslashes, control characters and bytes of invalid UTF-8 escaped
-// (a message must not carry the raw bytes of a file).
-std::string quoted(std::string_view text) {
-    std::string out = "\"";
-    size_t pos = 0;
-    while (pos < text.size()) {
-        const auto step = utf8::next_step(text, pos);
-        const auto c = static_cast<unsigned char>(text[pos]);
-        if (step.kind != utf8::StepKind::valid) {
-            for (size_t i = 0; i < step.length; ++i)
-                out += fmt::format("\\x{:02x}", static_cast<unsigned char>(text[pos + i]));
-        } else if (c == '"' || c == '\\') {
-            out += '\\';
-            out += static_cast<char>(c);
-        } else if (c < 0x20 || c == 0x7f) {
-            out += fmt::format("\\x{:02x}", c);
-        } else {
-            out.append(text.substr(pos, step.length));
-        }
-        pos += step.length;
-    }
-    return out + "\"";
-}
-
-}  // namespace
-
 void require_same_vocabulary(const Model& target, const Model& draft) {
     const Tokenizer& t = target.tokenizer();
     const Tokenizer& d = draft.tokenizer();
@@ -51,10 +23,10 @@ void require_same_vocabulary(const Model& target, const Model& draft) {
     if (t.eog_ids() != d.eog_ids()) differ("its end-of-generation tokens are not the target's");
     for (int32_t id = 0; id < t.n_vocab(); ++id) {
         if (t.token_text(id) != d.token_text(id))
-            differ(fmt::format("token {} is {} in the draft and {} in the target", id, quoted(d.token_text(id)),
-                               quoted(t.token_text(id))));
+            differ(fmt::format("token {} is {} in the draft and {} in the target", id, utf8::quoted(d.token_text(id)),
+                               utf8::quoted(t.token_text(id))));
         if (t.token_type(id) != d.token_type(id))
-            differ(fmt::format("token {} ({}) has another type in the draft", id, quoted(t.token_text(id))));
+            differ(fmt::format("token {} ({}) has another type in the draft", id, utf8::quoted(t.token_text(id))));
     }
 }
 

@@ -123,3 +123,23 @@ TEST_CASE("sanitize substitutes maximal subparts (Unicode Table 3-8)", "[tokeniz
     CHECK(utf8::sanitize("\xE2\x82") == r);  // a truncated character is one subpart
     CHECK(utf8::sanitize("ok \xE2\x82\xAC") == "ok \xE2\x82\xAC");
 }
+
+TEST_CASE("quoted escapes what a message must not carry raw and keeps valid UTF-8", "[utf8]") {
+    using inlay::utf8::quoted;
+    REQUIRE(quoted("") == "\"\"");
+    REQUIRE(quoted("caf\xC3\xA9 \xE2\x82\xAC") == "\"caf\xC3\xA9 \xE2\x82\xAC\"");
+    REQUIRE(quoted("a\"b\\c\nd\re\tf") == "\"a\\\"b\\\\c\\nd\\re\\tf\"");
+    REQUIRE(quoted(std::string_view("\x01\x7f\0", 3)) == "\"\\x01\\x7f\\x00\"");
+    // Ill-formed: a lone continuation byte, an overlong form, a surrogate, a cut-off tail.
+    REQUIRE(quoted("\x80x") == "\"\\x80x\"");
+    REQUIRE(quoted("\xC0\xAF") == "\"\\xc0\\xaf\"");
+    REQUIRE(quoted("\xED\xA0\x80") == "\"\\xed\\xa0\\x80\"");
+    REQUIRE(quoted("ok\xE2\x82") == "\"ok\\xe2\\x82\"");
+    // Whatever goes in, what comes out is valid UTF-8.
+    std::mt19937 rng(5);
+    for (int i = 0; i < 2000; ++i) {
+        std::string s(static_cast<size_t>(rng() % 12), '\0');
+        for (char& c : s) c = static_cast<char>(rng() & 0xff);
+        REQUIRE(inlay::utf8::find_invalid(quoted(s)) == std::string_view::npos);
+    }
+}
