@@ -1,10 +1,9 @@
 // C ABI: model loading, information, tokenization.
 #include <cstddef>
-#include <cstring>
 
 #include "capi/capi_common.h"
 #include "capi/handles.h"
-#include "core/utf8.h"
+#include "capi/text_calls.h"
 
 using inlay::capi::guarded;
 using inlay::capi::require_arg;
@@ -95,22 +94,8 @@ INLAY_API inlay_status inlay_tokenize(const inlay_model* model, const char* text
                                       int32_t* out, size_t capacity, size_t* n_tokens) {
     return guarded("inlay_tokenize", [&] {
         require_arg(model != nullptr, "inlay_tokenize", "model is NULL");
-        require_arg(text != nullptr || len == 0, "inlay_tokenize", "text is NULL");
-        require_arg(n_tokens != nullptr, "inlay_tokenize", "n_tokens is NULL");
-        require_arg(out != nullptr || capacity == 0, "inlay_tokenize", "out is NULL with a nonzero capacity");
-        require_arg((flags & ~3u) == 0, "inlay_tokenize", "unknown flags");
-        const std::string_view sv(text ? text : "", len);
-        inlay::utf8::require_valid(sv, "inlay_tokenize: text");
-        const inlay::Tokenizer& tok = model->model->tokenizer();
-        std::vector<int32_t> ids;
-        if ((flags & INLAY_TOKENIZE_ADD_BOS) && tok.add_bos() && tok.bos() >= 0) ids.push_back(tok.bos());
-        const auto body = tok.encode(sv, (flags & INLAY_TOKENIZE_PARSE_SPECIAL) != 0);
-        ids.insert(ids.end(), body.begin(), body.end());
-        *n_tokens = ids.size();
-        if (ids.size() > capacity)
-            inlay::fail(INLAY_ERR_BUFFER_TOO_SMALL, "inlay_tokenize: {} tokens do not fit in a capacity of {}",
-                        ids.size(), capacity);
-        if (!ids.empty()) std::memcpy(out, ids.data(), ids.size() * sizeof(int32_t));
+        inlay::capi::tokenize_call("inlay_tokenize", model->model->tokenizer(), text, len, flags, out, capacity,
+                                   n_tokens);
     });
 }
 
@@ -118,17 +103,8 @@ INLAY_API inlay_status inlay_detokenize(const inlay_model* model, const int32_t*
                                         bool render_special, char* out, size_t capacity, size_t* length) {
     return guarded("inlay_detokenize", [&] {
         require_arg(model != nullptr, "inlay_detokenize", "model is NULL");
-        require_arg(tokens != nullptr || n == 0, "inlay_detokenize", "tokens is NULL");
-        require_arg(length != nullptr, "inlay_detokenize", "length is NULL");
-        require_arg(out != nullptr || capacity == 0, "inlay_detokenize", "out is NULL with a nonzero capacity");
-        const inlay::Tokenizer& tok = model->model->tokenizer();
-        const std::string text = tok.decode(std::span<const int32_t>(tokens, n), render_special, /*at_start=*/true);
-        *length = text.size();
-        if (text.size() + 1 > capacity)
-            inlay::fail(INLAY_ERR_BUFFER_TOO_SMALL, "inlay_detokenize: {} bytes (+1 for the NUL) do not fit in {}",
-                        text.size(), capacity);
-        std::memcpy(out, text.data(), text.size());
-        out[text.size()] = '\0';
+        inlay::capi::detokenize_call("inlay_detokenize", model->model->tokenizer(), tokens, n, render_special, out,
+                                     capacity, length);
     });
 }
 

@@ -3,6 +3,7 @@
 
 #include "capi/capi_common.h"
 #include "core/log.h"
+#include "core/utf8.h"
 
 namespace inlay::capi {
 namespace {
@@ -11,7 +12,7 @@ thread_local std::string t_last_error;
 
 inlay_status set_error(inlay_status status, std::string message) noexcept {
     try {
-        t_last_error = fmt::format("{}: {}", status_name(status), message);
+        t_last_error = fmt::format("{}: {}", status_name(status), utf8::escape_invalid(message));
     } catch (...) {
         t_last_error.clear();
     }

@@ -94,6 +94,8 @@ typedef enum inlay_status {
     INLAY_ERR_BUSY = 13,            /* the session is in use by another thread */
     INLAY_ERR_INVALID_TOKEN = 14,   /* a token id outside the vocabulary */
     INLAY_ERR_INVALID_UTF8 = 15,    /* text input is not valid UTF-8 */
+    INLAY_ERR_BAD_WEIGHTS = 16,     /* the model computed NaN logits: its weights (or their
+                                       quantization) are broken; the message names the model */
     INLAY_ERR_INTERNAL = 99         /* a bug in inlay: please report it */
 } inlay_status;
 
@@ -215,6 +217,42 @@ INLAY_API inlay_status inlay_tokenize(const inlay_model* model, const char* text
 INLAY_API inlay_status inlay_detokenize(const inlay_model* model, const int32_t* tokens,
                                         size_t n, bool render_special, char* out,
                                         size_t capacity, size_t* length);
+
+/* ------------------------------------------------------------ vocabulary --- */
+
+/* A model's vocabulary alone, for tokenizing without loading weights (and without a
+ * device). Read-only once loaded: any number of threads may use one at once. */
+typedef struct inlay_vocab inlay_vocab;
+
+/* Opens the vocabulary of `path`: a GGUF file, whole model or vocabulary only (such as
+ * llama.cpp's ggml-vocab-*.gguf; no tensor is read or required), or a model folder, weights
+ * or not: its tokenizer.model when it has one, else tokenizer.json with
+ * tokenizer_config.json (the file inlay_model_load uses for the folder). Tokenizing with
+ * it gives exactly what inlay_tokenize gives with the model. */
+INLAY_API inlay_status inlay_vocab_load(const char* path, inlay_vocab** out_vocab);
+INLAY_API void inlay_vocab_free(inlay_vocab* vocab);
+
+typedef struct inlay_vocab_info {
+    size_t struct_size;           /* set by the caller: sizeof(inlay_vocab_info) */
+    const char* tokenizer_model;  /* "llama" (SentencePiece-style), "gpt2" (byte-level BPE); owned by the vocab */
+    const char* name;             /* general.name of a GGUF file, or ""; owned by the vocab */
+    int32_t n_vocab;
+    int32_t bos_token;            /* -1 if none */
+    int32_t eos_token;            /* -1 if none */
+    bool add_bos;                 /* whether INLAY_TOKENIZE_ADD_BOS prepends bos_token */
+} inlay_vocab_info;
+
+/* Fills *info. info->struct_size must be set by the caller. */
+INLAY_API inlay_status inlay_vocab_get_info(const inlay_vocab* vocab, inlay_vocab_info* info);
+
+/* inlay_tokenize and inlay_detokenize with a vocabulary handle: same flags, same
+ * size-query convention, same results. */
+INLAY_API inlay_status inlay_vocab_tokenize(const inlay_vocab* vocab, const char* text, size_t len,
+                                            uint32_t flags, int32_t* out, size_t capacity,
+                                            size_t* n_tokens);
+INLAY_API inlay_status inlay_vocab_detokenize(const inlay_vocab* vocab, const int32_t* tokens,
+                                              size_t n, bool render_special, char* out,
+                                              size_t capacity, size_t* length);
 
 /* --------------------------------------------------------------- session --- */
 

@@ -74,6 +74,36 @@ struct CallbackGuard {
     }
 };
 
+// Tokenize and detokenize through a model or a vocabulary handle (same conventions).
+template <class Handle>
+std::vector<int32_t> tokenize(inlay_status (*fn)(const Handle*, const char*, size_t, uint32_t, int32_t*, size_t,
+                                                 size_t*),
+                              const Handle* handle, std::string_view text, uint32_t flags) {
+    // A first guess that fits most texts; the size query handles the rest.
+    std::vector<int32_t> out(text.size() + 2);
+    size_t n = 0;
+    inlay_status status = fn(handle, text.data(), text.size(), flags, out.data(), out.size(), &n);
+    if (status == INLAY_ERR_BUFFER_TOO_SMALL) {
+        out.resize(n);
+        status = fn(handle, text.data(), text.size(), flags, out.data(), out.size(), &n);
+    }
+    check(status);
+    out.resize(n);
+    return out;
+}
+
+template <class Handle>
+std::string detokenize(inlay_status (*fn)(const Handle*, const int32_t*, size_t, bool, char*, size_t, size_t*),
+                       const Handle* handle, std::span<const int32_t> tokens, bool render_special) {
+    size_t length = 0;
+    inlay_status status = fn(handle, tokens.data(), tokens.size(), render_special, nullptr, 0, &length);
+    if (status != INLAY_ERR_BUFFER_TOO_SMALL) check(status);
+    std::string text(length + 1, '\0');
+    check(fn(handle, tokens.data(), tokens.size(), render_special, text.data(), text.size(), &length));
+    text.resize(length);
+    return text;
+}
+
 }  // namespace detail
 
 // Options for Model::load. progress, if set, runs on the loading thread with values in
@@ -216,28 +246,11 @@ public:
     // flags: inlay_tokenize_flags (default: BOS if the vocabulary wants it, special tokens parsed).
     [[nodiscard]] std::vector<int32_t> tokenize(
         std::string_view text, uint32_t flags = INLAY_TOKENIZE_ADD_BOS | INLAY_TOKENIZE_PARSE_SPECIAL) const {
-        // A first guess that fits most texts; the size query handles the rest.
-        std::vector<int32_t> out(text.size() + 2);
-        size_t n = 0;
-        inlay_status status = inlay_tokenize(get(), text.data(), text.size(), flags, out.data(), out.size(), &n);
-        if (status == INLAY_ERR_BUFFER_TOO_SMALL) {
-            out.resize(n);
-            status = inlay_tokenize(get(), text.data(), text.size(), flags, out.data(), out.size(), &n);
-        }
-        detail::check(status);
-        out.resize(n);
-        return out;
+        return detail::tokenize(inlay_tokenize, get(), text, flags);
     }
 
     [[nodiscard]] std::string detokenize(std::span<const int32_t> tokens, bool render_special = false) const {
-        size_t length = 0;
-        inlay_status status = inlay_detokenize(get(), tokens.data(), tokens.size(), render_special, nullptr, 0, &length);
-        if (status != INLAY_ERR_BUFFER_TOO_SMALL) detail::check(status);
-        std::string text(length + 1, '\0');
-        detail::check(inlay_detokenize(get(), tokens.data(), tokens.size(), render_special, text.data(), text.size(),
-                                       &length));
-        text.resize(length);
-        return text;
+        return detail::detokenize(inlay_detokenize, get(), tokens, render_special);
     }
 
     // The conversation rendered with the model's chat template (or options.chat_template).
@@ -256,6 +269,42 @@ public:
 
 private:
     std::unique_ptr<inlay_model, detail::Deleter<inlay_model, inlay_model_free>> handle_;
+};
+
+// A model's vocabulary alone (inlay_vocab): tokenizing without weights, from a GGUF
+// file (whole model or vocabulary only) or a model folder. Movable, not copyable; const
+// methods are safe from many threads.
+class Vocab {
+public:
+    static Vocab load(const std::string& path) {
+        inlay_vocab* raw = nullptr;
+        detail::check(inlay_vocab_load(path.c_str(), &raw));
+        Vocab v;
+        v.handle_.reset(raw);
+        return v;
+    }
+
+    [[nodiscard]] const inlay_vocab* get() const noexcept { return handle_.get(); }
+
+    [[nodiscard]] inlay_vocab_info info() const {
+        inlay_vocab_info info{};
+        info.struct_size = sizeof(info);
+        detail::check(inlay_vocab_get_info(get(), &info));
+        return info;
+    }
+
+    [[nodiscard]] std::vector<int32_t> tokenize(
+        std::string_view text, uint32_t flags = INLAY_TOKENIZE_ADD_BOS | INLAY_TOKENIZE_PARSE_SPECIAL) const {
+        return detail::tokenize(inlay_vocab_tokenize, get(), text, flags);
+    }
+
+    [[nodiscard]] std::string detokenize(std::span<const int32_t> tokens, bool render_special = false) const {
+        return detail::detokenize(inlay_vocab_detokenize, get(), tokens, render_special);
+    }
+
+private:
+    Vocab() = default;
+    std::unique_ptr<inlay_vocab, detail::Deleter<inlay_vocab, inlay_vocab_free>> handle_;
 };
 
 // The outcome of one generate call. Views returned by text()/tokens() live as long as

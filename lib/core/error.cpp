@@ -20,6 +20,7 @@ const char* status_name(inlay_status status) noexcept {
         case INLAY_ERR_BUSY: return "INLAY_ERR_BUSY";
         case INLAY_ERR_INVALID_TOKEN: return "INLAY_ERR_INVALID_TOKEN";
         case INLAY_ERR_INVALID_UTF8: return "INLAY_ERR_INVALID_UTF8";
+        case INLAY_ERR_BAD_WEIGHTS: return "INLAY_ERR_BAD_WEIGHTS";
         case INLAY_ERR_INTERNAL: return "INLAY_ERR_INTERNAL";
     }
     return "INLAY_ERR_UNKNOWN";

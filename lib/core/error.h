@@ -7,14 +7,17 @@
 
 #include <fmt/format.h>
 
+#include "core/utf8.h"
 #include "inlay/inlay.h"
 
 namespace inlay {
 
 class Error : public std::runtime_error {
 public:
+    // Messages quote input (keys, token texts, paths); bytes of ill-formed UTF-8 in them
+    // are escaped as \xNN here, so no message carries raw input bytes to a caller.
     Error(inlay_status status, const std::string& message)
-        : std::runtime_error(message), status_(status) {}
+        : std::runtime_error(utf8::escape_invalid(message)), status_(status) {}
 
     [[nodiscard]] inlay_status status() const noexcept { return status_; }
 

@@ -98,6 +98,23 @@ std::string quoted(std::string_view bytes) {
     return out + "\"";
 }
 
+std::string escape_invalid(std::string_view text) {
+    if (find_invalid(text) == std::string_view::npos) return std::string(text);
+    std::string out;
+    size_t pos = 0;
+    while (pos < text.size()) {
+        const Step step = next_step(text, pos);
+        if (step.kind == StepKind::valid) {
+            out.append(text.substr(pos, step.length));
+        } else {
+            for (size_t k = 0; k < step.length; ++k)
+                out += fmt::format("\\x{:02x}", static_cast<unsigned char>(text[pos + k]));
+        }
+        pos += step.length;
+    }
+    return out;
+}
+
 std::string sanitize(std::string_view text) {
     std::string out;
     out.reserve(text.size());

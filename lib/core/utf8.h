@@ -44,6 +44,10 @@ std::string sanitize(std::string_view text);
 // \xNN; valid UTF-8 stays. The result is valid UTF-8 whatever the input.
 std::string quoted(std::string_view bytes);
 
+// `text` with every byte of ill-formed UTF-8 written as \xNN and everything else as is:
+// what an error message holds when it quotes input. Valid UTF-8 comes back unchanged.
+std::string escape_invalid(std::string_view text);
+
 // Appends the UTF-8 encoding of `codepoint` (must be a scalar value <= U+10FFFF).
 void append_codepoint(std::string& out, uint32_t codepoint);
 

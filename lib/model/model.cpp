@@ -8,7 +8,7 @@
 #include "io/gguf_reader.h"
 #include "model/families/family.h"
 #include "model/families/hf_source.h"
-#include "model/families/hf_tokenizer.h"
+#include "tokenizer/hf_tokenizer.h"
 
 namespace inlay {
 namespace {
@@ -49,7 +49,7 @@ std::unique_ptr<Model> Model::load(const std::string& path, const ModelOptions& 
         // GGUF model it converts to; it checks every weight's presence, dtype and shape.
         auto hf = HfModelSource::open(path);
         spec = hf->spec();
-        model->tokenizer_ = tokenizer_from_hf_folder(path, hf->config());
+        model->tokenizer_ = tokenizer_from_folder(path);
         model->weights_ = std::move(hf);
     } else {
         model->weights_ = GgufFile::open(path);
@@ -81,6 +81,7 @@ std::unique_ptr<Model> Model::load(const std::string& path, const ModelOptions& 
         log(LogLevel::warn, "context length {} exceeds the {} tokens '{}' was trained with", model->context_length_,
             spec.context_length, path);
     model->name_ = md.get_string_opt("general.name").value_or("");
+    model->source_ = path;
     for (const auto& t : w.tensors()) model->n_params_ += t.n_elements();
     model->load_seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (options.progress && !options.progress(1.0f)) fail(INLAY_ERR_CANCELLED, "model load aborted by the progress callback");

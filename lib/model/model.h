@@ -37,6 +37,8 @@ public:
     [[nodiscard]] const std::string& device() const { return executor_->kv_device(); }
     [[nodiscard]] int64_t context_length() const { return context_length_; }
     [[nodiscard]] const std::string& name() const { return name_; }
+    // The path it was loaded from (a GGUF file or a folder), for messages.
+    [[nodiscard]] const std::string& source() const { return source_; }
     [[nodiscard]] int64_t n_params() const { return n_params_; }
     [[nodiscard]] double load_seconds() const { return load_seconds_; }
 
@@ -48,6 +50,7 @@ private:
     std::unique_ptr<Executor> executor_;
     int64_t context_length_ = 0;
     std::string name_;
+    std::string source_;
     int64_t n_params_ = 0;
     double load_seconds_ = 0.0;
 };

@@ -42,6 +42,7 @@
 #include <thread>
 #include <vector>
 
+#include "core/error.h"
 #include "model/model.h"
 #include "runtime/kv_block_pool.h"
 #include "runtime/request.h"
@@ -151,6 +152,8 @@ private:
     void run_step(std::vector<Entry>& plan);
     void apply_locked(std::vector<Entry>& plan);
     void end_locked(Request& req, StopReason reason, inlay_status status, std::string error);
+    // The message of a failed sampling step; it names the model when its logits are at fault.
+    [[nodiscard]] std::string sampling_failure(const Error& err) const;
     void preempt_locked(Request& req);
     // Releases the blocks of idle sequences, least recently used first, until `want`
     // blocks are available to this engine (want < 0: all of them). Returns blocks freed.

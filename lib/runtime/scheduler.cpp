@@ -5,6 +5,7 @@
 #include <chrono>
 
 #include "core/error.h"
+#include "core/utf8.h"
 #include "runtime/engine.h"
 #include "runtime/engine_entry.h"
 
@@ -389,7 +390,7 @@ void Engine::apply_locked(std::vector<Entry>& plan) {
                                                                 static_cast<size_t>(n_vocab)),
                                          seq.tokens_);
         } catch (const Error& err) {
-            end_locked(req, StopReason::none, err.status(), err.what());
+            end_locked(req, StopReason::none, err.status(), sampling_failure(err));
             continue;
         }
         seq.tokens_.push_back(token);
@@ -425,6 +426,13 @@ bool Engine::emit_locked(Request& req, int32_t token, int64_t length) {
     if (reason == StopReason::none) return false;
     end_locked(req, reason, INLAY_OK, "");
     return true;
+}
+
+std::string Engine::sampling_failure(const Error& err) const {
+    if (err.status() != INLAY_ERR_BAD_WEIGHTS) return err.what();
+    const std::string& name = model_->name();
+    return fmt::format("model {}{}: {}", utf8::quoted(model_->source()),
+                       name.empty() ? "" : fmt::format(" ({})", utf8::quoted(name)), err.what());
 }
 
 void Engine::end_locked(Request& req, StopReason reason, inlay_status status, std::string error) {

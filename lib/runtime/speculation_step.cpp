@@ -363,7 +363,7 @@ void Engine::verify_locked(Entry& e) {
         seq.tokens_.resize(static_cast<size_t>(n_before));
         release_from(seq, seq.n_cached_);
         trim_draft(seq, n_before);
-        end_locked(req, StopReason::none, err.status(), err.what());
+        end_locked(req, StopReason::none, err.status(), sampling_failure(err));
         return;
     }
     // KV: the base token and the kept proposals are the sequence's tokens now; the

@@ -17,6 +17,12 @@ using sampling_detail::max_block;
 
 namespace {
 
+// No logit is a number: the model's computation is broken (not the sampler's input
+// handling), so the status says the weights are at fault.
+[[noreturn]] void fail_all_nan() {
+    fail(INLAY_ERR_BAD_WEIGHTS, "every logit is NaN: the model's weights (or their quantization) compute no numbers");
+}
+
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
 // Strict total order over candidates: higher logit first, lower id on ties. Candidates are
@@ -74,7 +80,7 @@ int32_t Sampler::sample(std::span<const float> logits, std::span<const int32_t> 
     const std::span<const float> src = penalized(logits, history);
     if (greedy()) {
         const int32_t token = argmax(src);
-        if (token < 0) fail(INLAY_ERR_INTERNAL, "sampling: every logit is NaN");
+        if (token < 0) fail_all_nan();
         return token;
     }
     const double u = uniform53(rng_);  // drawn first so each sample consumes exactly one
@@ -96,7 +102,7 @@ void Sampler::distribution(std::span<const float> logits, std::span<const int32_
     const std::span<const float> src = penalized(logits, history);
     if (greedy()) {
         const int32_t token = argmax(src);
-        if (token < 0) fail(INLAY_ERR_INTERNAL, "sampling: every logit is NaN");
+        if (token < 0) fail_all_nan();
         out.set_point(token);
         return;
     }
@@ -133,7 +139,7 @@ int32_t Sampler::survivors(std::span<const float> src) {
     bool in_id_order = false;
     if (params_.top_k > 0 && static_cast<size_t>(params_.top_k) < src.size()) {
         select_top_k(src, static_cast<size_t>(params_.top_k));
-        if (cands_.empty()) fail(INLAY_ERR_INTERNAL, "sampling: every logit is NaN");
+        if (cands_.empty()) fail_all_nan();
         max_logit = cands_.front().logit;
         if (max_logit == kNegInf) return cands_.front().id;  // nothing is possible: lowest id, as greedy
         if (use_top_p) {
@@ -148,7 +154,7 @@ int32_t Sampler::survivors(std::span<const float> src) {
         max_logit = max_value(src);
         if (max_logit == kNegInf) {
             const int32_t token = argmax(src);
-            if (token < 0) fail(INLAY_ERR_INTERNAL, "sampling: every logit is NaN");
+            if (token < 0) fail_all_nan();
             return token;
         }
         cands_.clear();

@@ -54,8 +54,16 @@ HfTokenizerConfig read_tokenizer_config(const std::filesystem::path& folder);
 std::unique_ptr<Tokenizer> tokenizer_from_hf_json(std::string_view tokenizer_json, const HfTokenizerConfig& config,
                                                   const std::string& origin);
 
-// A model folder's tokenizer: tokenizer.json with the configuration above, or else a
-// SentencePiece tokenizer.model. INLAY_ERR_MISSING when the folder has neither,
+// Which tokenizer file of a model folder inlay uses, everywhere (loading a model,
+// `inlay tokenize`, conversion to GGUF): tokenizer.model (SentencePiece) when the folder
+// has one, else tokenizer.json. tokenizer.model comes first as in llama.cpp's converter:
+// Llama 2 folders hold both, and their tokenizer.json needs normalizers that the
+// tokenizer.json loader does not have.
+enum class FolderTokenizer { sentencepiece, hf_json, none };
+FolderTokenizer folder_tokenizer(const std::filesystem::path& folder);
+
+// A model folder's tokenizer, from the file folder_tokenizer() picks (tokenizer.json with
+// the configuration above). INLAY_ERR_MISSING when the folder has neither file,
 // INLAY_ERR_IO when it is not a readable folder.
 std::unique_ptr<Tokenizer> tokenizer_from_folder(const std::filesystem::path& folder);
 

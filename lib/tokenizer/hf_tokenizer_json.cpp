@@ -363,23 +363,30 @@ std::unique_ptr<Tokenizer> tokenizer_from_hf_json(std::string_view tokenizer_jso
     return make_bpe_tokenizer(std::move(vocab), merges.joined, bpe);
 }
 
+FolderTokenizer folder_tokenizer(const std::filesystem::path& folder) {
+    std::error_code ec;
+    if (std::filesystem::exists(folder / "tokenizer.model", ec)) return FolderTokenizer::sentencepiece;
+    if (std::filesystem::exists(folder / "tokenizer.json", ec)) return FolderTokenizer::hf_json;
+    return FolderTokenizer::none;
+}
+
 bool is_tokenizer_folder(const std::filesystem::path& path) {
     std::error_code ec;
-    return std::filesystem::is_directory(path, ec) && (std::filesystem::exists(path / "tokenizer.json", ec) ||
-                                                       std::filesystem::exists(path / "tokenizer.model", ec));
+    return std::filesystem::is_directory(path, ec) && folder_tokenizer(path) != FolderTokenizer::none;
 }
 
 std::unique_ptr<Tokenizer> tokenizer_from_folder(const std::filesystem::path& folder) {
     std::error_code ec;
     if (!std::filesystem::is_directory(folder, ec)) fail(INLAY_ERR_IO, "{} is not a readable folder", folder.string());
-    const auto json_path = folder / "tokenizer.json";
-    if (std::filesystem::exists(json_path, ec)) {
-        const HfTokenizerConfig config = read_tokenizer_config(folder);
-        return tokenizer_from_hf_json(read_text_file(json_path), config, json_path.string());
+    switch (folder_tokenizer(folder)) {
+        case FolderTokenizer::sentencepiece: return tokenizer_from_sentencepiece((folder / "tokenizer.model").string());
+        case FolderTokenizer::hf_json: {
+            const auto json_path = folder / "tokenizer.json";
+            return tokenizer_from_hf_json(read_text_file(json_path), read_tokenizer_config(folder), json_path.string());
+        }
+        case FolderTokenizer::none: break;
     }
-    const auto spm_path = folder / "tokenizer.model";
-    if (std::filesystem::exists(spm_path, ec)) return tokenizer_from_sentencepiece(spm_path.string());
-    fail(INLAY_ERR_MISSING, "{} holds neither tokenizer.json nor tokenizer.model", folder.string());
+    fail(INLAY_ERR_MISSING, "{} holds neither tokenizer.model nor tokenizer.json", folder.string());
 }
 
 }  // namespace inlay

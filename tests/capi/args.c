@@ -16,6 +16,7 @@ static void check_status_names(void) {
     CHECK(strcmp(inlay_status_name(INLAY_ERR_BUFFER_TOO_SMALL), "INLAY_ERR_BUFFER_TOO_SMALL") == 0);
     CHECK(strcmp(inlay_status_name(INLAY_ERR_INVALID_TOKEN), "INLAY_ERR_INVALID_TOKEN") == 0);
     CHECK(strcmp(inlay_status_name(INLAY_ERR_INVALID_UTF8), "INLAY_ERR_INVALID_UTF8") == 0);
+    CHECK(strcmp(inlay_status_name(INLAY_ERR_BAD_WEIGHTS), "INLAY_ERR_BAD_WEIGHTS") == 0);
     CHECK(strcmp(inlay_status_name(INLAY_ERR_INTERNAL), "INLAY_ERR_INTERNAL") == 0);
     CHECK(strcmp(inlay_status_name((inlay_status)42), "INLAY_ERR_UNKNOWN") == 0);
     CHECK(strcmp(inlay_status_name((inlay_status)-1), "INLAY_ERR_UNKNOWN") == 0);

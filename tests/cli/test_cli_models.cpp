@@ -218,6 +218,29 @@ TEST_CASE("inlay tokenize: llama.cpp's SentencePiece test vectors through the CL
     }
 }
 
+// Tokenizing reads the vocabulary alone: llama.cpp's vocabulary-only files (no tensors)
+// work as llama-tokenize reads them, and a folder holding both tokenizer.model and
+// tokenizer.json uses tokenizer.model, as loading the folder as a model does.
+TEST_CASE("inlay tokenize: vocabulary-only GGUF files and a folder with both tokenizer files", "[cli]") {
+    const auto spm = testdata("vocab/ggml-vocab-llama-spm.gguf");
+    const auto gpt2 = testdata("vocab/ggml-vocab-gpt-2.gguf");
+    const auto sp_model = testdata("tokenizers/llama2-tokenizer.model");
+    const auto qwen_json = testdata("tokenizers/qwen3/tokenizer.json");
+    for (const auto& p : {spm, gpt2, sp_model, qwen_json}) INLAY_REQUIRE_FILE_OR_SKIP(p);
+    // First lines of the .out files (llama.cpp's ids for "ied 4 \u00bd months", no BOS).
+    CHECK(run_json({"tokenize", "-m", spm.string(), "-p", "ied 4 \xC2\xBD months", "--no-bos", "--no-special",
+                    "--json"})["tokens"] == json::array({474, 287, 29871, 29946, 29871, 30226, 7378}));
+    CHECK(run_json({"tokenize", "-m", gpt2.string(), "-p", "Hello world", "--no-bos", "--json"})["tokens"] ==
+          json::array({15496, 995}));
+    const auto both = inlay::test::scratch_dir("cli_tokenize_both_files");
+    std::filesystem::copy_file(sp_model, both / "tokenizer.model");
+    std::filesystem::copy_file(qwen_json, both / "tokenizer.json");
+    const json from_folder = run_json({"tokenize", "-m", both.string(), "-p", "Hello world", "--json"});
+    const json from_spm = run_json({"tokenize", "-m", spm.string(), "-p", "Hello world", "--json"});
+    CHECK(from_folder["tokens"] == json::array({1, 15043, 3186}));
+    CHECK(from_folder == from_spm);
+}
+
 TEST_CASE("inlay tokenize: flags and the text listing", "[cli]") {
     const auto model = testdata("models/stories260K.gguf");
     INLAY_REQUIRE_FILE_OR_SKIP(model);

@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 #include <random>
 
+#include "core/error.h"
 #include "core/utf8.h"
 
 using namespace inlay;
@@ -142,4 +143,26 @@ TEST_CASE("quoted escapes what a message must not carry raw and keeps valid UTF-
         for (char& c : s) c = static_cast<char>(rng() & 0xff);
         REQUIRE(inlay::utf8::find_invalid(quoted(s)) == std::string_view::npos);
     }
+}
+
+TEST_CASE("escape_invalid writes ill-formed bytes as \\xNN and leaves everything else", "[utf8]") {
+    using inlay::utf8::escape_invalid;
+    CHECK(escape_invalid("") == "");
+    CHECK(escape_invalid("caf\xC3\xA9 \"q\"\n\\") == "caf\xC3\xA9 \"q\"\n\\");  // valid: unchanged, even quotes
+    CHECK(escape_invalid("a\xC3(b") == "a\\xc3(b");
+    CHECK(escape_invalid("\xED\xA0\x80") == "\\xed\\xa0\\x80");   // a surrogate: one maximal subpart per byte
+    CHECK(escape_invalid("end\xE2\x82") == "end\\xe2\\x82");      // a truncated tail
+    // Whatever the input, the result is valid UTF-8 (random bytes, fixed seed).
+    std::mt19937 rng(7);
+    for (int i = 0; i < 2000; ++i) {
+        std::string s(static_cast<size_t>(rng() % 12), '\0');
+        for (char& c : s) c = static_cast<char>(rng() & 0xff);
+        CHECK(utf8::find_invalid(escape_invalid(s)) == std::string_view::npos);
+    }
+}
+
+TEST_CASE("an inlay::Error never carries ill-formed UTF-8 in its message", "[utf8]") {
+    const Error e(INLAY_ERR_BAD_FORMAT, "token \"\xFF\xFE\" is bad");
+    CHECK(std::string(e.what()) == "token \"\\xff\\xfe\" is bad");
+    CHECK(e.status() == INLAY_ERR_BAD_FORMAT);
 }

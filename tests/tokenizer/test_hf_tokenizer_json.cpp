@@ -206,6 +206,33 @@ TEST_CASE("tokenizer folder: config, chat_template.jinja and generation_config.j
     }
 }
 
+// One order for every reader of a folder (model loading, inlay tokenize, conversion):
+// tokenizer.model first. The two files here are different tokenizers (Llama 2's 32000
+// SentencePiece pieces, Qwen3's 151669 byte-level BPE tokens), so any reader that took
+// tokenizer.json would be seen.
+TEST_CASE("a folder with tokenizer.model and tokenizer.json is read through tokenizer.model", "[tokenizer][hf]") {
+    const auto sp_model = testdata("tokenizers/llama2-tokenizer.model");
+    const auto qwen_json = testdata("tokenizers/qwen3/tokenizer.json");
+    INLAY_REQUIRE_FILE_OR_SKIP(sp_model);
+    INLAY_REQUIRE_FILE_OR_SKIP(qwen_json);
+    const auto both = test::scratch_dir("hf_both_tokenizer_files");
+    std::filesystem::copy_file(sp_model, both / "tokenizer.model");
+    std::filesystem::copy_file(qwen_json, both / "tokenizer.json");
+    CHECK(folder_tokenizer(both) == FolderTokenizer::sentencepiece);
+    CHECK(is_tokenizer_folder(both));
+    const auto tok = tokenizer_from_folder(both);
+    const auto reference = tokenizer_from_sentencepiece(sp_model.string());
+    CHECK(tok->n_vocab() == 32000);
+    CHECK(tok->encode("Hello world", false) == reference->encode("Hello world", false));
+    CHECK(tok->encode("Hello world", false) == std::vector<int32_t>{15043, 3186});
+
+    const auto json_only = test::scratch_dir("hf_json_only");
+    std::filesystem::copy_file(qwen_json, json_only / "tokenizer.json");
+    CHECK(folder_tokenizer(json_only) == FolderTokenizer::hf_json);
+    CHECK(tokenizer_from_folder(json_only)->n_vocab() == 151669);
+    CHECK(folder_tokenizer(test::scratch_dir("hf_no_tokenizer")) == FolderTokenizer::none);
+}
+
 TEST_CASE("tokenizer.json: merges as strings and as arrays give the same tokenizer", "[tokenizer][hf]") {
     const std::vector<std::pair<std::string, std::string>> merges = {
         {"l", "o"}, {"lo", "w"}, {"e", "r"}, {k_space, "low"}, {"low", "er"}};

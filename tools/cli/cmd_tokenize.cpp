@@ -8,8 +8,7 @@
 
 #include "app.h"
 #include "args.h"
-#include "load.h"
-#include "tokenize_folder.h"
+#include "inlay/inlay.hpp"
 
 namespace inlay::cli {
 namespace {
@@ -18,12 +17,12 @@ namespace {
 // SentencePiece decoder drops the space of a text's first word), so this decodes a
 // short window ending at i with and without token i and takes the difference. Eight
 // tokens of context cover any UTF-8 character split over byte tokens.
-std::string piece_of(const Model& model, std::span<const int32_t> tokens, size_t i) {
+std::string piece_of(const Vocab& vocab, std::span<const int32_t> tokens, size_t i) {
     const size_t begin = i >= 8 ? i - 8 : 0;
-    const std::string with = model.detokenize(tokens.subspan(begin, i + 1 - begin), true);
-    const std::string without = model.detokenize(tokens.subspan(begin, i - begin), true);
+    const std::string with = vocab.detokenize(tokens.subspan(begin, i + 1 - begin), true);
+    const std::string without = vocab.detokenize(tokens.subspan(begin, i - begin), true);
     if (with.starts_with(without)) return with.substr(without.size());
-    return model.detokenize(tokens.subspan(i, 1), true);
+    return vocab.detokenize(tokens.subspan(i, 1), true);
 }
 
 }  // namespace
@@ -38,8 +37,9 @@ int run_tokenize(std::span<const std::string_view> args) {
     const CommandSpec spec{
         "tokenize",
         "-m MODEL -p TEXT [options]",
-        "Prints the token ids of TEXT: one line per token (id and its text), or JSON. MODEL is a GGUF file or a\n"
-        "model folder with tokenizer.json (and tokenizer_config.json) or tokenizer.model, weights or not.",
+        "Prints the token ids of TEXT: one line per token (id and its text), or JSON. MODEL is a GGUF file (a whole\n"
+        "model or vocabulary only, as llama.cpp's ggml-vocab-*.gguf) or a model folder with tokenizer.model, else\n"
+        "tokenizer.json (and tokenizer_config.json), weights or not. Only the vocabulary is read.",
         {
             {"--model", "-m", "MODEL", "GGUF model file or model folder", &model_path, 0, 0, true},
             {"--prompt", "-p", "TEXT", "text to tokenize (UTF-8)", &text, 0, 0, true},
@@ -50,22 +50,16 @@ int run_tokenize(std::span<const std::string_view> args) {
     };
     if (parse_args(spec, args).help) return exit_ok;
 
-    std::vector<int32_t> tokens;
+    // Tokenizing needs the vocabulary alone: no weights are loaded (vocabulary-only GGUF
+    // files and folders without weights work too).
+    const Vocab vocab = Vocab::load(model_path);
+    uint32_t flags = 0;
+    if (!no_bos) flags |= INLAY_TOKENIZE_ADD_BOS;
+    if (!no_special) flags |= INLAY_TOKENIZE_PARSE_SPECIAL;
+    const std::vector<int32_t> tokens = vocab.tokenize(text, flags);
     std::vector<std::string> pieces;
-    if (is_tokenizer_folder_path(model_path)) {
-        FolderTokens t = tokenize_with_folder(model_path, text, !no_bos, !no_special);
-        if (t.status != INLAY_OK) throw Error(t.status, t.message);
-        tokens = std::move(t.ids);
-        pieces = std::move(t.pieces);
-    } else {
-        LoadedModel loaded = load_model(model_path, 1, 0, !json);
-        uint32_t flags = 0;
-        if (!no_bos) flags |= INLAY_TOKENIZE_ADD_BOS;
-        if (!no_special) flags |= INLAY_TOKENIZE_PARSE_SPECIAL;
-        tokens = loaded.model.tokenize(text, flags);
-        if (!json)
-            for (size_t i = 0; i < tokens.size(); ++i) pieces.push_back(piece_of(loaded.model, tokens, i));
-    }
+    if (!json)
+        for (size_t i = 0; i < tokens.size(); ++i) pieces.push_back(piece_of(vocab, tokens, i));
 
     if (json) {
         write_stdout(nlohmann::ordered_json{{"tokens", tokens}}.dump() + "\n");

@@ -280,21 +280,12 @@ Metadata bpe_metadata(const std::string& folder, const fs::path& path, const HfC
 }  // namespace
 
 Metadata gguf_tokenizer_metadata_from_folder(const std::string& folder, const HfConfig& config) {
-    std::error_code ec;
-    const fs::path spm = fs::path(folder) / "tokenizer.model";
-    const fs::path json = fs::path(folder) / "tokenizer.json";
-    if (fs::exists(spm, ec)) return sentencepiece_metadata(folder, spm, config);
-    if (fs::exists(json, ec)) return bpe_metadata(folder, json, config);
+    switch (folder_tokenizer(folder)) {
+        case FolderTokenizer::sentencepiece: return sentencepiece_metadata(folder, fs::path(folder) / "tokenizer.model", config);
+        case FolderTokenizer::hf_json: return bpe_metadata(folder, fs::path(folder) / "tokenizer.json", config);
+        case FolderTokenizer::none: break;
+    }
     fail(INLAY_ERR_MISSING, "'{}' has neither tokenizer.model nor tokenizer.json", folder);
-}
-
-std::unique_ptr<Tokenizer> tokenizer_from_hf_folder(const std::string& folder, const HfConfig&) {
-    std::error_code ec;
-    const fs::path spm = fs::path(folder) / "tokenizer.model";
-    // tokenizer.model first, as llama.cpp's converter (Llama 2 folders hold both, and their
-    // tokenizer.json needs normalizers the tokenizer.json loader does not have).
-    if (fs::exists(spm, ec)) return tokenizer_from_sentencepiece(spm.string());
-    return tokenizer_from_folder(folder);
 }
 
 }  // namespace inlay

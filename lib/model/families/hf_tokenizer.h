@@ -26,12 +26,8 @@
 
 namespace inlay {
 
-// tokenizer.ggml.* (and tokenizer.chat_template) for the folder's tokenizer.
+// tokenizer.ggml.* (and tokenizer.chat_template) for the folder's tokenizer (the file
+// folder_tokenizer() picks, as the model loader does).
 Metadata gguf_tokenizer_metadata_from_folder(const std::string& folder, const HfConfig& config);
-
-// The tokenizer inlay runs the folder with: tokenizer.model through the sentencepiece
-// library (as llama.cpp's converter prefers it), otherwise tokenizer.json through the
-// tokenizer library's tokenizer_from_folder. Neither pads to config.json's vocab_size.
-std::unique_ptr<Tokenizer> tokenizer_from_hf_folder(const std::string& folder, const HfConfig& config);
 
 }  // namespace inlay
