@@ -14,6 +14,7 @@ class Handle:
         self._what = what         # "model", "session": for messages
         self._cv = threading.Condition()
         self._users = {}          # thread id -> calls it has inside the handle
+        self.closing = False      # close() began (and interrupted the calls inside)
 
     @property
     def closed(self):
@@ -48,6 +49,7 @@ class Handle:
                                              "(a callback)" % self._what)
             if self._users and interrupt is not None:
                 interrupt(self.value)
+            self.closing = True
             while self._users:
                 self._cv.wait()
             value, self.value = self.value, None

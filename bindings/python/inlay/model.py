@@ -8,7 +8,7 @@ import weakref
 from . import _capi
 from ._callbacks import ProgressCallback
 from ._handle import Handle
-from ._text import to_bytes, to_cstr
+from ._text import to_bytes, to_cstr, to_token_array
 from .chat import Thinking, chat_arguments
 from .errors import Status, invalid_argument
 from .library import default_library, Library
@@ -197,14 +197,13 @@ class Model:
 
     def detokenize(self, tokens, *, render_special=False):
         """The text of `tokens`; control tokens (BOS/EOS) render only with render_special."""
-        ids = list(tokens)
-        array = (ctypes.c_int32 * len(ids))(*ids) if ids else None
+        array, n = to_token_array(tokens)
         length = ctypes.c_size_t(0)
-        capacity = 16 * len(ids) + 1
+        capacity = 16 * n + 1
         with self._use() as h:
             while True:
                 out = ctypes.create_string_buffer(capacity)
-                status = self._lib.inlay_detokenize(h, array, len(ids), bool(render_special), out, capacity,
+                status = self._lib.inlay_detokenize(h, array, n, bool(render_special), out, capacity,
                                                      ctypes.byref(length))
                 if status == Status.BUFFER_TOO_SMALL and length.value + 1 > capacity:
                     capacity = length.value + 1

@@ -5,7 +5,7 @@ import weakref
 
 from . import _capi, _generate
 from ._handle import Handle
-from ._text import to_cstr
+from ._text import to_cstr, to_token_array
 from .chat import Thinking, chat_arguments
 from .errors import invalid_argument
 from .stream import TokenStream
@@ -106,9 +106,8 @@ class Session:
         if isinstance(prompt, (str, bytes, bytearray)):
             text = to_cstr(prompt, "prompt")
             return lambda h, params, out: lib.inlay_session_generate(h, text, params, out)
-        ids = list(prompt)
-        array = (ctypes.c_int32 * len(ids))(*ids) if ids else None
-        return lambda h, params, out: lib.inlay_session_generate_tokens(h, array, len(ids), params, out)
+        array, n = to_token_array(prompt)
+        return lambda h, params, out: lib.inlay_session_generate_tokens(h, array, n, params, out)
 
     def _chat_call(self, messages, add_generation_prompt, thinking, template):
         lib = self._lib
