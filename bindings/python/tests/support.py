@@ -20,7 +20,7 @@ EXAMPLE = PACKAGE_ROOT / "examples" / "chat.py"
 # A Q/A chat template for the default model (trained on fortunes, which hold Q:/A:
 # jokes; it ships no template of its own).
 QA_TEMPLATE = ("{% for m in messages %}{% if m.role == 'user' %}Q: {{ m.content }}\n"
-               "{% elif m.role == 'assistant' %}A: {{ m.content }}\n{% endif %}{% endfor %}"
+               "{% elif m.role == 'assistant' %}A:{{ m.content }}\n{% endif %}{% endfor %}"
                "{% if add_generation_prompt %}A:{% endif %}")
 
 

@@ -19,7 +19,7 @@ class ChatTest(unittest.TestCase):
         self.addCleanup(self.model.close)
 
     def test_renders_the_models_template(self):
-        messages = [{"role": "user", "content": "Why?"}, {"role": "assistant", "content": "Because."},
+        messages = [{"role": "user", "content": "Why?"}, {"role": "assistant", "content": " Because."},
                     ("user", "Really?")]
         self.assertEqual(self.model.apply_chat_template(messages), "Q: Why?\nA: Because.\nQ: Really?\nA:")
         self.assertEqual(self.model.apply_chat_template(messages, add_generation_prompt=False),
@@ -32,7 +32,7 @@ class ChatTest(unittest.TestCase):
         with self.model.session() as session:
             first = session.chat(messages, **REPLY)
             self.assertTrue(first.text.strip())
-            messages += [{"role": "assistant", "content": first.text.strip()},
+            messages += [{"role": "assistant", "content": first.text},
                          {"role": "user", "content": "And what else?"}]
             before = session.n_tokens
             second = session.chat(messages, **REPLY)
@@ -40,8 +40,14 @@ class ChatTest(unittest.TestCase):
             # The second turn saw the first: the session's history is the whole rendered
             # conversation plus the reply, and only the tokens it lacked were processed.
             self.assertEqual(session.n_tokens, len(rendered) + len(second.tokens))
-            self.assertLess(second.timings.prompt_tokens, len(rendered))
-            self.assertGreaterEqual(second.timings.prompt_tokens, len(rendered) - before)
+            history = first.prompt_tokens + first.tokens
+            self.assertEqual(len(history), before)
+            common = next((i for i, (a, b) in enumerate(zip(history, rendered)) if a != b), before)
+            self.assertEqual(second.timings.prompt_tokens, len(rendered) - common)
+            self.assertEqual(second.prompt_tokens, rendered[common:])
+            # All of the first turn was reused but its last token, the stop string's "\n",
+            # which the template writes again (as a token of its own text).
+            self.assertGreaterEqual(common, before - 1)
         # The same reply as a fresh session given the whole conversation at once.
         with self.model.session() as fresh:
             self.assertEqual(fresh.chat(messages, **REPLY).tokens, second.tokens)
