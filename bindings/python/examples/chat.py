@@ -44,17 +44,24 @@ def stream_completion(session, prompt):
 
 def cancel_from_another_thread(session):
     print("\n== cancel from another thread ==")
-    five = threading.Event()
-    canceller = threading.Thread(target=lambda: (five.wait(), session.cancel()))
-    canceller.start()
+    five, cancelled = threading.Event(), threading.Event()
+
+    def canceller():
+        five.wait()
+        session.cancel()  # safe from any thread
+        cancelled.set()
+
+    thread = threading.Thread(target=canceller)
+    thread.start()
     count = 0
     stream = session.stream(" Once upon a time", max_tokens=200, ignore_eos=True, seed=7)
     for piece in stream:
         print(piece, end="", flush=True)
         count += 1
         if count == 5:
-            five.set()  # the other thread cancels now; the stream ends on its own
-    canceller.join()
+            five.set()        # ask the other thread to cancel,
+            cancelled.wait()  # and read on once it has: the stream then ends by itself
+    thread.join()
     r = stream.result
     print("\n  [cancelled after reading 5 pieces: stop %s, %d of up to 200 tokens generated]"
           % (r.stop_reason.name.lower(), len(r.tokens)))
