@@ -38,12 +38,12 @@ class Handle:
                 self._cv.notify_all()
 
     def close(self, interrupt=None):
-        """Frees the handle after the calls inside it return. `interrupt` (e.g. a
+        """Frees the handle after the calls inside it return (True if this call freed it). `interrupt` (e.g. a
         cancel) is called first when some are running. Closing from inside one of its
         own calls (a callback) would wait for itself: that is a BusyError."""
         with self._cv:
             if self.value is None:
-                return
+                return False
             if threading.get_ident() in self._users:
                 raise BusyError(Status.BUSY, "the %s cannot be closed from inside one of its own calls "
                                              "(a callback)" % self._what)
@@ -54,3 +54,4 @@ class Handle:
                 self._cv.wait()
             value, self.value = self.value, None
         self._free(value)
+        return True

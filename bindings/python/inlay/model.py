@@ -3,6 +3,7 @@ import ctypes
 import dataclasses
 import enum
 import os
+import threading
 import weakref
 
 from . import _capi
@@ -79,6 +80,20 @@ def _check_int32(name, value, low=0):
         raise invalid_argument("%s=%d is out of range" % (name, value))
 
 
+def model_params(lib, device="auto", device_index=None, n_threads=0, context_length=0):
+    """inlay_model_params: the library's defaults, then these choices."""
+    kind, index = parse_device(device, device_index)
+    _check_int32("n_threads", n_threads)
+    _check_int32("context_length", context_length)
+    params = _capi.ModelParams()
+    lib.inlay_model_params_init_size(ctypes.byref(params), ctypes.sizeof(params))
+    params.n_threads = n_threads
+    params.context_length = context_length
+    params.device = kind
+    params.device_index = index
+    return params
+
+
 class Model:
     """A model loaded from a GGUF file or a Hugging Face folder.
 
@@ -100,16 +115,11 @@ class Model:
             library = Library(os.fspath(library))
         self._lib = lib = library
         self._sessions = weakref.WeakSet()
+        self._lock = threading.Lock()
+        self._live_sessions = 0      # created and not yet freed, reachable or not
+        self._close_pending = False  # close() was called while some were still alive
         self._handle = None
-        kind, index = parse_device(device, device_index)
-        _check_int32("n_threads", n_threads)
-        _check_int32("context_length", context_length)
-        params = _capi.ModelParams()
-        lib.inlay_model_params_init_size(ctypes.byref(params), ctypes.sizeof(params))
-        params.n_threads = n_threads
-        params.context_length = context_length
-        params.device = kind
-        params.device_index = index
+        params = model_params(lib, device, device_index, n_threads, context_length)
         callback = ProgressCallback(progress) if progress is not None else None
         if callback is not None:
             params.progress = callback.c  # kept alive by `callback` until the load returns
@@ -126,16 +136,34 @@ class Model:
 
     # --- lifetime -------------------------------------------------------------------
     def close(self):
-        """Closes the model's open sessions, then frees it. Idempotent."""
+        """Closes the model's open sessions, then frees it. Idempotent. (A session that
+        is being garbage-collected, which close() cannot reach, frees the model once it
+        has been freed itself: the library needs the sessions freed first.)"""
         if self._handle is None:
             return
         for session in list(self._sessions):
             session.close()
+        with self._lock:
+            self._close_pending = True
+            if self._live_sessions:
+                return
         self._handle.close()
 
     @property
     def closed(self):
-        return self._handle is None or self._handle.closed
+        return self._handle is None or self._close_pending or self._handle.closed
+
+    def _session_opened(self, session):
+        with self._lock:
+            self._live_sessions += 1
+        self._sessions.add(session)
+
+    def _session_freed(self):
+        with self._lock:
+            self._live_sessions -= 1
+            free = self._close_pending and not self._live_sessions
+        if free:
+            self._handle.close()
 
     def __enter__(self):
         return self
@@ -152,12 +180,9 @@ class Model:
         return self._lib
 
     def _use(self):
-        if self._handle is None:
+        if self._handle is None or self._close_pending:
             raise invalid_argument("the model is closed")
         return self._handle.use()
-
-    def _register(self, session):
-        self._sessions.add(session)
 
     # --- queries --------------------------------------------------------------------
     @property

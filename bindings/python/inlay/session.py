@@ -37,7 +37,7 @@ class Session:
         with model._use() as m:
             lib.check(lib.inlay_session_create(m, ctypes.byref(params), ctypes.byref(out)))
         self._handle = Handle(out, lib.inlay_session_free, "session")
-        model._register(self)
+        model._session_opened(self)
 
     # --- lifetime -------------------------------------------------------------------
     def close(self):
@@ -47,7 +47,8 @@ class Session:
             return
         for stream in list(self._streams):
             stream.close()
-        self._handle.close(interrupt=self._lib.inlay_session_cancel)
+        if self._handle.close(interrupt=self._lib.inlay_session_cancel):
+            self._model._session_freed()
 
     @property
     def closed(self):

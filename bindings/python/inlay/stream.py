@@ -7,10 +7,17 @@ buffer is full the callback waits, so generation stays at most a few tokens ahea
 the consumer. Closing the stream early (close(), leaving a `with` block, or dropping it)
 cancels the call (inlay_session_cancel, then the callback refuses further tokens) and
 waits for the worker, so the session is free again once close() returns."""
+import atexit
 import collections
 import threading
+import weakref
 
 _BUFFER = 4  # pieces the worker may run ahead of the consumer
+
+# Streams still open at exit are closed first: their daemon workers must not be left
+# inside a C call while the interpreter shuts down.
+_open = weakref.WeakSet()
+atexit.register(lambda: [s.close() for s in list(_open)])
 
 
 class _Channel:
@@ -62,6 +69,7 @@ class TokenStream:
         self._call = call
         self._options = options
         self._channel = _Channel()
+        _open.add(self)
 
     def _start(self):
         ch = self._channel

@@ -113,6 +113,17 @@ class DeviceTest(unittest.TestCase):
                 self.assertEqual(e.exception.status, inlay.Status.UNSUPPORTED)
                 self.assertIn("cuda", e.exception.message.lower())
 
+    def test_device_choice_reaches_the_params(self):
+        # What a GPU machine would act on: the device and index in inlay_model_params.
+        from inlay.model import model_params
+        lib = support.library()
+        for device, index, want in (("auto", None, (0, 0)), ("cpu", None, (1, 0)), ("cuda", None, (2, 0)),
+                                    ("cuda:3", None, (2, 3)), ("cuda", 2, (2, 2)), (inlay.Device.CUDA, 1, (2, 1)),
+                                    (" CUDA:1 ", 1, (2, 1))):
+            with self.subTest(device=device, index=index):
+                p = model_params(lib, device, index, n_threads=3, context_length=64)
+                self.assertEqual((p.device, p.device_index, p.n_threads, p.context_length), want + (3, 64))
+
     def test_bad_device_names(self):
         for device, kw in (("tpu", {}), ("cpu:1", {}), ("cuda:x", {}), ("cuda:1", {"device_index": 2}),
                            ("cuda", {"device_index": -1})):
@@ -196,3 +207,46 @@ class LifetimeTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class FreeOrderTest(unittest.TestCase):
+    """The library needs a model's sessions freed before the model, whatever order
+    Python drops them in: explicit closes, or a reference cycle that the garbage
+    collector breaks in an order of its own."""
+
+    def recording_library(self):
+        lib = inlay.Library(support.library().path)
+        self.freed = []
+        for name in ("inlay_session_free", "inlay_model_free"):
+            fn = getattr(lib, name)
+            setattr(lib, name, lambda h, fn=fn, name=name: (self.freed.append(name), fn(h)))
+        return lib
+
+    def test_close_frees_sessions_first(self):
+        model = inlay.Model(support.MODEL, library=self.recording_library(), n_threads=1)
+        a, b = model.session(), model.session()
+        model.close()
+        self.assertEqual(self.freed, ["inlay_session_free", "inlay_session_free", "inlay_model_free"])
+        self.assertTrue(a.closed and b.closed)
+
+    def test_a_cycle_collected_in_any_order(self):
+        import gc
+        for first in ("model", "session"):
+            with self.subTest(first=first):
+                lib = self.recording_library()
+
+                class Holder:
+                    pass
+
+                h = Holder()
+                h.me = h  # a cycle: only the collector frees it
+                model = inlay.Model(support.MODEL, library=lib, n_threads=1)
+                session = model.session()
+                if first == "model":
+                    h.a, h.b = model, session
+                else:
+                    h.a, h.b = session, model
+                session.self_ref = session.model.self_ref = h
+                del h, model, session, Holder
+                gc.collect()
+                self.assertEqual(self.freed, ["inlay_session_free", "inlay_model_free"])
