@@ -7,7 +7,6 @@ travel as c_void_p. C enums are int. Params structs are filled by the library's
 *_params_init_size with ctypes.sizeof of these declarations (docs/ABI.md), so a library
 newer than this file gives its defaults to the fields it has and we do not know.
 """
-import ctypes
 from ctypes import (CFUNCTYPE, POINTER, Structure, c_bool, c_char, c_char_p, c_double, c_float, c_int,
                     c_int32, c_int64, c_size_t, c_uint32, c_uint64, c_void_p)
 

@@ -67,6 +67,15 @@ class ChatTest(unittest.TestCase):
         template = "{% for m in messages %}{{ m.role }}> {{ m.content }}\n{% endfor %}"
         self.assertEqual(self.model.apply_chat_template([("user", "hi")], template=template), "user> hi\n")
 
+    def test_thinking(self):
+        template = "{% if enable_thinking is defined %}{% if enable_thinking %}on{% else %}off{% endif %}" \
+                   "{% else %}default{% endif %}"
+        render = lambda thinking: self.model.apply_chat_template([("user", "hi")], thinking=thinking,
+                                                                 template=template)
+        self.assertEqual([render(t) for t in (inlay.Thinking.DEFAULT, inlay.Thinking.OFF, inlay.Thinking.ON)],
+                         ["default", "off", "on"])
+        self.assertEqual([render(t) for t in (None, False, True)], ["default", "off", "on"])
+
     def test_template_errors(self):
         with self.assertRaises(inlay.BadFormatError) as e:
             self.model.apply_chat_template([("user", "hi")], template="{% for m in messages %}")
