@@ -13,6 +13,7 @@ from .errors import (BadFormatError, BufferTooSmallError, BusyError, CancelledEr
                      LibraryNotFoundError, MissingError, OutOfMemoryError, ShapeMismatchError, Status, TruncatedError,
                      UnsupportedError, error_class)
 from .library import Library, default_library, load_library
+from .log import LogLevel, set_log_handler
 from .model import Device, Model, ModelInfo
 from .result import Result, StopReason, Timings
 from .session import Session
@@ -28,7 +29,7 @@ def library_version():
 
 __all__ = [
     "Model", "ModelInfo", "Device", "Session", "TokenStream", "Result", "StopReason", "Timings", "Thinking",
-    "Library", "load_library", "default_library", "library_version", "Status", "error_class",
+    "LogLevel", "set_log_handler", "Library", "load_library", "default_library", "library_version", "Status", "error_class",
     "InlayError", "InvalidArgumentError", "FileIOError", "BadFormatError", "TruncatedError", "UnsupportedError",
     "MissingError", "ShapeMismatchError", "OutOfMemoryError", "CancelledError", "ContextFullError", "KvFullError",
     "BufferTooSmallError", "BusyError", "InvalidTokenError", "InvalidUtf8Error", "InternalError",
