@@ -24,10 +24,14 @@ QA_TEMPLATE = ("{% for m in messages %}{% if m.role == 'user' %}Q: {{ m.content 
                "{% if add_generation_prompt %}A:{% endif %}")
 
 
+_bar = {"open": False}  # a progress bar is drawn on the current line
+
+
 def progress_bar(fraction):
     done = int(fraction * 30)
     print("\r  loading [%s%s] %3d%%" % ("#" * done, "." * (30 - done), fraction * 100), end="", flush=True)
-    if fraction >= 1.0:
+    _bar["open"] = fraction < 1.0
+    if not _bar["open"]:
         print()
     return True  # False would abort the load
 
@@ -126,7 +130,9 @@ def main():
         other_device(args.model, args.device)
         errors()
     except (inlay.InlayError, inlay.LibraryNotFoundError) as e:
-        print("\nchat.py: %s" % e, file=sys.stderr)
+        if _bar["open"]:
+            print(flush=True)  # end the bar's line
+        print("chat.py: %s" % e, file=sys.stderr)
         return 1
     return 0
 

@@ -153,10 +153,13 @@ class Model:
     def closed(self):
         return self._handle is None or self._close_pending or self._handle.closed
 
-    def _session_opened(self, session):
+    def _session_opening(self):
+        """Counts a session about to be created (before the C call, under the lock that
+        close() decides under, so a concurrent close() waits for it)."""
         with self._lock:
+            if self._handle is None or self._close_pending:
+                raise invalid_argument("the model is closed")
             self._live_sessions += 1
-        self._sessions.add(session)
 
     def _session_freed(self):
         with self._lock:

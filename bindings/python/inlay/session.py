@@ -34,10 +34,15 @@ class Session:
         lib.inlay_session_params_init_size(ctypes.byref(params), ctypes.sizeof(params))
         params.context_length = context_length
         out = ctypes.c_void_p()
-        with model._use() as m:
-            lib.check(lib.inlay_session_create(m, ctypes.byref(params), ctypes.byref(out)))
+        model._session_opening()
+        try:
+            with model._use() as m:
+                lib.check(lib.inlay_session_create(m, ctypes.byref(params), ctypes.byref(out)))
+        except BaseException:
+            model._session_freed()
+            raise
         self._handle = Handle(out, lib.inlay_session_free, "session")
-        model._session_opened(self)
+        model._sessions.add(self)
 
     # --- lifetime -------------------------------------------------------------------
     def close(self):

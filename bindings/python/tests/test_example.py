@@ -57,6 +57,16 @@ class ExampleTest(unittest.TestCase):
         self.assertIn("FileIOError: INLAY_ERR_IO", self.section("errors"))
         self.assertIn("(status %d)" % inlay.Status.IO, self.section("errors"))
 
+    def test_a_device_it_cannot_have_fails_cleanly(self):
+        if os.environ.get("INLAY_TEST_EXPECT_GPU") == "1":
+            self.skipTest("this machine has a GPU")
+        env = dict(os.environ, INLAY_LIBRARY=support.library().path, PYTHONPATH=str(support.PACKAGE_ROOT))
+        run = subprocess.run([sys.executable, str(support.EXAMPLE), "--device", "cuda"], env=env,
+                             capture_output=True, text=True, timeout=300)
+        self.assertEqual(run.returncode, 1)
+        self.assertTrue(run.stderr.startswith("chat.py: INLAY_ERR_UNSUPPORTED: device cuda"), run.stderr)
+        self.assertNotIn("Traceback", run.stderr)
+
 
 if __name__ == "__main__":
     unittest.main()

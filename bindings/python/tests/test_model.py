@@ -193,6 +193,14 @@ class LifetimeTest(unittest.TestCase):
         model.close()  # idempotent
         session.close()
 
+    def test_no_session_after_close(self):
+        model = support.model()
+        model.close()
+        with self.assertRaises(inlay.InvalidArgumentError):
+            model.session()
+        with self.assertRaises(inlay.InvalidArgumentError):
+            model.tokenize("x")
+
     def test_close_on_exception(self):
         with self.assertRaises(KeyError):
             with support.model() as model:
