@@ -280,6 +280,7 @@ namespace Inlay
             UIntPtr n;
             Status st = Native.inlay_tokenize(Handle, bytes, len, flags, null, UIntPtr.Zero, out n);
             if (st != Status.BufferTooSmall) InlayException.Check(st);
+            if ((int)n == 0) return new int[0]; // capacity 0 would read as a size query again
             var tokens = new int[(int)n];
             InlayException.Check(Native.inlay_tokenize(Handle, bytes, len, flags, tokens, (UIntPtr)tokens.Length, out n));
             return tokens;

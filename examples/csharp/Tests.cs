@@ -55,7 +55,7 @@ static class Tests
         modelPath = args[0];
         var tests = new Action[] {
             () => StructLayout(args[1]), Defaults, MissingFile, BadArguments, Devices, Progress,
-            StreamingEqualsNonStreaming, CancelFromAnotherThread, CancellationToken, CallbackStopsAndThrows,
+            Tokenize, StreamingEqualsNonStreaming, CancelFromAnotherThread, CancellationToken, CallbackStopsAndThrows,
             ChatSecondTurnSeesTheFirst, DisposeFreesHandles, FinalizerFreesForgottenSessions
         };
         foreach (Action test in tests)
@@ -168,6 +168,17 @@ static class Tests
         Throws(Status.Cancelled, () => Model.Load(modelPath, new ModelOptions { Progress = p => false }), "an aborted load");
     }
 
+    static void Tokenize()
+    {
+        using (Model m = Model.Load(modelPath))
+        {
+            int[] t = m.Tokenize("You will", true);
+            Check(t.Length > 1 && t[0] == m.Info.BosToken, "'You will' with BOS: " + string.Join(",", t));
+            Check(m.Tokenize("You will", false).SequenceEqual(t.Skip(1)), "without BOS it is not the same tokens");
+            Check(m.Tokenize("", false).Length == 0, "the empty text has tokens");
+        }
+    }
+
     static void StreamingEqualsNonStreaming()
     {
         using (Model m = Model.Load(modelPath))
@@ -229,18 +240,45 @@ static class Tests
         using (var cts = new CancellationTokenSource())
         {
             var third = new ManualResetEventSlim();
-            var thread = new Thread(() => { third.Wait(); cts.Cancel(); });
+            var cancelled = new ManualResetEventSlim();
+            var thread = new Thread(() => { third.Wait(); cts.Cancel(); cancelled.Set(); });
             thread.Start();
             int n = 0;
-            InlayException e = Throws(Status.Cancelled, () => s.Generate("You will", Long(), (tok, piece) =>
+            // Cancelled during the callback of the last token max_tokens allows, so that no
+            // later token's check could cancel it: the registration cancelled the call itself.
+            var three = Greedy(3);
+            three.IgnoreEos = true;
+            InlayException e = Throws(Status.Cancelled, () => s.Generate("You will", three, (tok, piece) =>
             {
-                if (++n == 3) third.Set();
+                if (++n == 3)
+                {
+                    third.Set();
+                    cancelled.Wait(); // Cancel() ran the registration, which cancelled the call
+                }
                 return true;
             }, cts.Token), "a token cancelled from another thread");
             thread.Join();
             Check(e != null && e.InnerException is OperationCanceledException, "the exception does not carry the token's cancellation");
-            Check(e != null && e.Result != null && e.Result.StopReason == StopReason.Cancelled &&
-                  e.Result.Tokens.Length >= 3 && e.Result.Tokens.Length < 200, "the token did not stop the call early");
+            Check(e != null && e.Result != null && e.Result.StopReason == StopReason.Cancelled && e.Result.Tokens.Length == 3,
+                  "tokens after the token's cancel at the last: " + (e != null && e.Result != null ? e.Result.Tokens.Length : -1));
+
+            // From another thread while tokens keep coming: stopped early.
+            using (var later = new CancellationTokenSource())
+            {
+                s.Reset();
+                int k = 0;
+                var fifth = new ManualResetEventSlim();
+                var t = new Thread(() => { fifth.Wait(); later.Cancel(); });
+                t.Start();
+                e = Throws(Status.Cancelled, () => s.Generate("You will", Long(), (tok, piece) =>
+                {
+                    if (++k == 5) fifth.Set();
+                    return true;
+                }, later.Token), "a token cancelled while generating");
+                t.Join();
+                Check(e != null && e.Result != null && e.Result.StopReason == StopReason.Cancelled &&
+                      e.Result.Tokens.Length >= 5 && e.Result.Tokens.Length < 200, "the token did not stop the call early");
+            }
 
             // A token cancelled before the call: stopped at its first token.
             s.Reset();

@@ -163,6 +163,21 @@ func TestProgress(t *testing.T) {
 	status(t, err, inlay.StatusCancelled)
 }
 
+func TestTokenize(t *testing.T) {
+	m := load(t, nil)
+	info, _ := m.Info()
+	with, err := m.Tokenize("You will", true)
+	if err != nil || len(with) < 2 || int(with[0]) != info.BOSToken {
+		t.Fatalf("'You will' with BOS: %v %v", with, err)
+	}
+	if without, err := m.Tokenize("You will", false); err != nil || !equal(without, with[1:]) {
+		t.Fatalf("without BOS: %v %v", without, err)
+	}
+	if empty, err := m.Tokenize("", false); err != nil || len(empty) != 0 {
+		t.Fatalf("the empty text: %v %v", empty, err)
+	}
+}
+
 func TestStreamingEqualsNonStreaming(t *testing.T) {
 	m := load(t, nil)
 	plain, err := newSession(t, m).Generate(context.Background(), "You will", greedy(40), nil)
@@ -271,6 +286,34 @@ func TestContextCancellation(t *testing.T) {
 	if r == nil || r.StopReason != inlay.StopCancelled || len(r.Tokens) < 3 || len(r.Tokens) >= 200 {
 		t.Fatalf("result %+v", r)
 	}
+
+	// The watcher goroutine cancels the call itself, not only the check at the next token:
+	// cancelled during the callback of the last token that max_tokens allows (so that no
+	// later token's check could cancel it), the call still stops as cancelled.
+	fired := make(chan struct{}, 1)
+	inlay.SetWatcherHook(func() { fired <- struct{}{} })
+	defer inlay.SetWatcherHook(nil)
+	watched, cancelWatched := context.WithCancel(context.Background())
+	defer cancelWatched()
+	n = 0
+	three := greedy(3)
+	three.IgnoreEOS = true
+	r, err = s.Generate(watched, " and", three, func(int32, string) bool {
+		if n++; n == 3 {
+			cancelWatched()
+			select {
+			case <-fired:
+			case <-time.After(time.Minute): // a liveness bound only
+				t.Error("the watcher did not cancel the call")
+			}
+		}
+		return true
+	})
+	status(t, err, inlay.StatusCancelled)
+	if r == nil || r.StopReason != inlay.StopCancelled || len(r.Tokens) != 3 {
+		t.Fatalf("after the watcher's cancel at the last token: %+v", r)
+	}
+	inlay.SetWatcherHook(nil)
 
 	// A context that is done before the call: the call stops at its first token.
 	done, stop := context.WithCancel(context.Background())

@@ -276,6 +276,10 @@ func takeResult(r *C.inlay_result) *Result {
 	}
 }
 
+// watcherCancelled, when set (by the tests, export_test.go), runs after the context
+// watcher of a call has called inlay_session_cancel.
+var watcherCancelled func()
+
 // run performs one generating call: the token callback (if any) is bridged through a
 // cgo.Handle, and a goroutine turns ctx's cancellation into inlay_session_cancel.
 func (s *Session) run(ctx context.Context, opts *GenerateOptions, onToken func(token int32, piece string) bool,
@@ -306,6 +310,9 @@ func (s *Session) run(ctx context.Context, opts *GenerateOptions, onToken func(t
 			select {
 			case <-ctx.Done():
 				C.inlay_session_cancel(ptr)
+				if watcherCancelled != nil {
+					watcherCancelled()
+				}
 			case <-stop:
 			}
 		}()
