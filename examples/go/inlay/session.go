@@ -305,17 +305,21 @@ func (s *Session) run(ctx context.Context, opts *GenerateOptions, onToken func(t
 		}
 		// The watcher ends before this returns, so it never cancels a later call or a freed session.
 		stop, watched := make(chan struct{}), make(chan struct{})
-		go func() {
-			defer close(watched)
-			select {
-			case <-ctx.Done():
-				C.inlay_session_cancel(ptr)
-				if watcherCancelled != nil {
-					watcherCancelled()
+		if done := ctx.Done(); done != nil {
+			go func() {
+				defer close(watched)
+				select {
+				case <-done:
+					C.inlay_session_cancel(ptr)
+					if watcherCancelled != nil {
+						watcherCancelled()
+					}
+				case <-stop:
 				}
-			case <-stop:
-			}
-		}()
+			}()
+		} else {
+			close(watched)
+		}
 		var out *C.inlay_result
 		err := call(func() C.inlay_status { return invoke(ptr, params.p, &out) })
 		close(stop)
