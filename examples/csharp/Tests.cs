@@ -70,7 +70,7 @@ static class Tests
         return Math.Min(failures, 100);
     }
 
-    // Every struct and field of Native.cs against inlay.h as the C compiler lays it out.
+    // Every struct and field of Inlay/Native.cs against inlay.h as the C compiler lays it out.
     static void StructLayout(string layoutFile)
     {
         var fieldsSeen = new Dictionary<string, int>();

@@ -1,5 +1,5 @@
 /* struct_layout: prints sizeof and every field's offsetof of the inlay.h structs that
- * Native.cs declares, one "struct SIZE" or "struct.field OFFSET" per line. InlayTests.exe
+ * Inlay/Native.cs declares, one "struct SIZE" or "struct.field OFFSET" per line. InlayTests.exe
  * compares them with Marshal.SizeOf / Marshal.OffsetOf of its copies, field by field. */
 #include <stddef.h>
 #include <stdio.h>

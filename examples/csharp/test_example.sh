@@ -32,7 +32,7 @@ mkdir -p "$bin"
 cp Inlay.dll.config "$bin/"
 "$cc" -std=c99 -I../../include -o "$bin/struct_layout" struct_layout.c
 "$bin/struct_layout" > "$bin/layout.txt"
-mcs -warnaserror+ -target:library -out:"$bin/Inlay.dll" Native.cs Inlay.cs
+mcs -warnaserror+ -target:library -out:"$bin/Inlay.dll" Inlay/*.cs
 mcs -warnaserror+ -out:"$bin/inlay-demo.exe" -r:"$bin/Inlay.dll" Demo.cs
 mcs -warnaserror+ -out:"$bin/InlayTests.exe" -r:"$bin/Inlay.dll" Tests.cs
 export LD_LIBRARY_PATH="$libdir"
