@@ -7,6 +7,7 @@ packages=(
   libfmt-dev nlohmann-json3-dev libpcre2-dev libsentencepiece-dev
   catch2 libbenchmark-dev
   python3
+  golang-go mono-mcs mono-runtime   # the Go and C# bindings' examples and tests (examples/go, examples/csharp)
 )
 missing=()
 for p in "${packages[@]}"; do

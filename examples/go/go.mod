@@ -1,0 +1,3 @@
+module inlay.example/go
+
+go 1.19
