@@ -8,9 +8,9 @@
 The library is found through inlay.load_library(path), the INLAY_LIBRARY environment
 variable, or the system's search for libinlay.so.1 (see inlay.library)."""
 from .chat import Thinking
-from .errors import (BadFormatError, BufferTooSmallError, BusyError, CancelledError, ContextFullError, FileIOError,
-                     InlayError, InternalError, InvalidArgumentError, InvalidTokenError, InvalidUtf8Error, KvFullError,
-                     LibraryNotFoundError, MissingError, OutOfMemoryError, ShapeMismatchError, Status, TruncatedError,
+from .errors import (BadFormatError, BadWeightsError, BufferTooSmallError, BusyError, CancelledError, ContextFullError,
+                     FileIOError, InlayError, InternalError, InvalidArgumentError, InvalidTokenError, InvalidUtf8Error,
+                     KvFullError, LibraryNotFoundError, MissingError, OutOfMemoryError, ShapeMismatchError, Status, TruncatedError,
                      UnsupportedError, error_class)
 from .library import Library, default_library, load_library
 from .log import LogLevel, set_log_handler
@@ -32,6 +32,6 @@ __all__ = [
     "LogLevel", "set_log_handler", "Library", "load_library", "default_library", "library_version", "Status", "error_class",
     "InlayError", "InvalidArgumentError", "FileIOError", "BadFormatError", "TruncatedError", "UnsupportedError",
     "MissingError", "ShapeMismatchError", "OutOfMemoryError", "CancelledError", "ContextFullError", "KvFullError",
-    "BufferTooSmallError", "BusyError", "InvalidTokenError", "InvalidUtf8Error", "InternalError",
+    "BufferTooSmallError", "BusyError", "InvalidTokenError", "InvalidUtf8Error", "BadWeightsError", "InternalError",
     "LibraryNotFoundError",
 ]

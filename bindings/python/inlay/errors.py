@@ -21,6 +21,7 @@ class Status(enum.IntEnum):
     BUSY = 13
     INVALID_TOKEN = 14
     INVALID_UTF8 = 15
+    BAD_WEIGHTS = 16
     INTERNAL = 99
 
 
@@ -98,6 +99,10 @@ class InvalidUtf8Error(InlayError, ValueError):
     pass
 
 
+class BadWeightsError(InlayError):
+    """The model computed NaN logits: its weights (or their quantization) are broken."""
+
+
 class InternalError(InlayError):
     pass
 
@@ -122,6 +127,7 @@ _CLASSES = {
     Status.BUSY: BusyError,
     Status.INVALID_TOKEN: InvalidTokenError,
     Status.INVALID_UTF8: InvalidUtf8Error,
+    Status.BAD_WEIGHTS: BadWeightsError,
     Status.INTERNAL: InternalError,
 }
 

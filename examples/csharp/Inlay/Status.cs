@@ -7,7 +7,7 @@ namespace Inlay
     {
         Ok = 0, InvalidArgument = 1, IO = 2, BadFormat = 3, Truncated = 4, Unsupported = 5, Missing = 6,
         ShapeMismatch = 7, OutOfMemory = 8, Cancelled = 9, ContextFull = 10, KvFull = 11, BufferTooSmall = 12,
-        Busy = 13, InvalidToken = 14, InvalidUtf8 = 15, Internal = 99
+        Busy = 13, InvalidToken = 14, InvalidUtf8 = 15, BadWeights = 16, Internal = 99
     }
 
     /// <summary>inlay_stop_reason.</summary>

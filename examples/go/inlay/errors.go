@@ -30,6 +30,7 @@ const (
 	StatusBusy            Status = C.INLAY_ERR_BUSY
 	StatusInvalidToken    Status = C.INLAY_ERR_INVALID_TOKEN
 	StatusInvalidUTF8     Status = C.INLAY_ERR_INVALID_UTF8
+	StatusBadWeights      Status = C.INLAY_ERR_BAD_WEIGHTS
 	StatusInternal        Status = C.INLAY_ERR_INTERNAL
 )
 
