@@ -15,6 +15,7 @@ from .errors import (BadFormatError, BadWeightsError, BufferTooSmallError, BusyE
 from .library import Library, default_library, load_library
 from .log import LogLevel, set_log_handler
 from .model import Device, Model, ModelInfo
+from .vocab import Vocab
 from .result import Result, StopReason, Timings
 from .session import Session
 from .stream import TokenStream
@@ -28,7 +29,7 @@ def library_version():
 
 
 __all__ = [
-    "Model", "ModelInfo", "Device", "Session", "TokenStream", "Result", "StopReason", "Timings", "Thinking",
+    "Model", "ModelInfo", "Vocab", "Device", "Session", "TokenStream", "Result", "StopReason", "Timings", "Thinking",
     "LogLevel", "set_log_handler", "Library", "load_library", "default_library", "library_version", "Status", "error_class",
     "InlayError", "InvalidArgumentError", "FileIOError", "BadFormatError", "TruncatedError", "UnsupportedError",
     "MissingError", "ShapeMismatchError", "OutOfMemoryError", "CancelledError", "ContextFullError", "KvFullError",

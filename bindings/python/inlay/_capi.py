@@ -2,7 +2,7 @@
 function this package calls, field for field and parameter for parameter as the header
 has them (tests/test_declarations.py compares them with the header).
 
-Handles (inlay_model*, inlay_session*, inlay_result*, inlay_kv_pool*) are opaque and
+Handles (inlay_model*, inlay_session*, inlay_result*, inlay_kv_pool*, inlay_vocab*) are opaque and
 travel as c_void_p. C enums are int. Params structs are filled by the library's
 *_params_init_size with ctypes.sizeof of these declarations (docs/ABI.md), so a library
 newer than this file gives its defaults to the fields it has and we do not know.
@@ -54,6 +54,18 @@ class ModelInfo(Structure):
         ("bos_token", c_int32),
         ("eos_token", c_int32),
         ("device", c_char_p),
+    ]
+
+
+class VocabInfo(Structure):
+    _fields_ = [
+        ("struct_size", c_size_t),
+        ("tokenizer_model", c_char_p),
+        ("name", c_char_p),
+        ("n_vocab", c_int32),
+        ("bos_token", c_int32),
+        ("eos_token", c_int32),
+        ("add_bos", c_bool),
     ]
 
 
@@ -140,6 +152,13 @@ FUNCTIONS = {
                                POINTER(c_size_t)]),
     "inlay_detokenize": (c_int, [c_void_p, POINTER(c_int32), c_size_t, c_bool, POINTER(c_char), c_size_t,
                                  POINTER(c_size_t)]),
+    "inlay_vocab_load": (c_int, [c_char_p, POINTER(c_void_p)]),
+    "inlay_vocab_free": (None, [c_void_p]),
+    "inlay_vocab_get_info": (c_int, [c_void_p, POINTER(VocabInfo)]),
+    "inlay_vocab_tokenize": (c_int, [c_void_p, c_char_p, c_size_t, c_uint32, POINTER(c_int32), c_size_t,
+                                     POINTER(c_size_t)]),
+    "inlay_vocab_detokenize": (c_int, [c_void_p, POINTER(c_int32), c_size_t, c_bool, POINTER(c_char), c_size_t,
+                                       POINTER(c_size_t)]),
     "inlay_session_params_init_size": (None, [POINTER(SessionParams), c_size_t]),
     "inlay_session_create": (c_int, [c_void_p, POINTER(SessionParams), POINTER(c_void_p)]),
     "inlay_session_free": (None, [c_void_p]),
@@ -164,11 +183,12 @@ FUNCTIONS = {
 }
 
 # The header's C types of handles: opaque, passed as c_void_p.
-HANDLE_TYPES = ("inlay_model", "inlay_session", "inlay_result", "inlay_kv_pool")
+HANDLE_TYPES = ("inlay_model", "inlay_session", "inlay_result", "inlay_kv_pool", "inlay_vocab")
 
 STRUCTS = {
     "inlay_model_params": ModelParams,
     "inlay_model_info": ModelInfo,
+    "inlay_vocab_info": VocabInfo,
     "inlay_session_params": SessionParams,
     "inlay_generate_params": GenerateParams,
     "inlay_timings": Timings,

@@ -9,7 +9,7 @@ import weakref
 from . import _capi
 from ._callbacks import ProgressCallback
 from ._handle import Handle
-from ._text import to_bytes, to_cstr, to_token_array
+from ._text import detokenize_call, to_cstr, tokenize_call
 from .chat import Thinking, chat_arguments
 from .errors import Status, invalid_argument
 from .library import default_library, Library
@@ -209,35 +209,13 @@ class Model:
     def tokenize(self, text, *, add_bos=True, parse_special=True):
         """Token ids of `text` (str or UTF-8 bytes). add_bos: prepend BOS if the
         vocabulary asks for it; parse_special: "<s>" and such become their ids."""
-        data = to_bytes(text, "text")
-        flags = (1 if add_bos else 0) | (2 if parse_special else 0)
-        n = ctypes.c_size_t(0)
-        capacity = len(data) + 2
         with self._use() as h:
-            while True:
-                out = (ctypes.c_int32 * capacity)()
-                status = self._lib.inlay_tokenize(h, data, len(data), flags, out, capacity, ctypes.byref(n))
-                if status == Status.BUFFER_TOO_SMALL and n.value > capacity:
-                    capacity = n.value
-                    continue
-                self._lib.check(status)
-                return list(out[:n.value])
+            return tokenize_call(self._lib, self._lib.inlay_tokenize, h, text, add_bos, parse_special)
 
     def detokenize(self, tokens, *, render_special=False):
         """The text of `tokens`; control tokens (BOS/EOS) render only with render_special."""
-        array, n = to_token_array(tokens)
-        length = ctypes.c_size_t(0)
-        capacity = 16 * n + 1
         with self._use() as h:
-            while True:
-                out = ctypes.create_string_buffer(capacity)
-                status = self._lib.inlay_detokenize(h, array, n, bool(render_special), out, capacity,
-                                                     ctypes.byref(length))
-                if status == Status.BUFFER_TOO_SMALL and length.value + 1 > capacity:
-                    capacity = length.value + 1
-                    continue
-                self._lib.check(status)
-                return out.raw[:length.value].decode("utf-8")
+            return detokenize_call(self._lib, self._lib.inlay_detokenize, h, tokens, render_special)
 
     # --- chat -----------------------------------------------------------------------
     def apply_chat_template(self, messages, *, add_generation_prompt=True, thinking=Thinking.DEFAULT,
