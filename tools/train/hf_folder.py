@@ -39,6 +39,15 @@ def config_json(shape: LlamaShape):
     }
 
 
+# A question-and-answer chat template: the fortunes hold Q:/A: jokes, the nearest thing to
+# a dialogue the model has seen. System text goes first as it is; each user turn is a
+# "Q:" line, each assistant turn an "A:" line, and the prompt ends with "A:" for the reply.
+CHAT_TEMPLATE = ("{% for m in messages %}{% if m.role == 'system' %}{{ m.content }}\n"
+                 "{% elif m.role == 'user' %}Q: {{ m.content }}\n"
+                 "{% elif m.role == 'assistant' %}A:{{ m.content }}\n{% endif %}{% endfor %}"
+                 "{% if add_generation_prompt %}A:{% endif %}")
+
+
 def tokenizer_config_json(shape: LlamaShape):
     return {
         "tokenizer_class": "LlamaTokenizer",
@@ -51,6 +60,7 @@ def tokenizer_config_json(shape: LlamaShape):
         "clean_up_tokenization_spaces": False,
         "legacy": True,
         "model_max_length": shape.max_position_embeddings,
+        "chat_template": CHAT_TEMPLATE,
     }
 
 

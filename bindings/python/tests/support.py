@@ -17,9 +17,11 @@ FOLDER = MODELS / "default"
 HEADER = REPO / "include" / "inlay" / "inlay.h"
 EXAMPLE = PACKAGE_ROOT / "examples" / "chat.py"
 
-# A Q/A chat template for the default model (trained on fortunes, which hold Q:/A:
-# jokes; it ships no template of its own).
-QA_TEMPLATE = ("{% for m in messages %}{% if m.role == 'user' %}Q: {{ m.content }}\n"
+# The default model's own chat template (models/default/tokenizer_config.json and the
+# GGUFs made from it: a Q/A template, as the fortunes it was trained on hold Q:/A: jokes),
+# here for tests that pass a template explicitly.
+QA_TEMPLATE = ("{% for m in messages %}{% if m.role == 'system' %}{{ m.content }}\n"
+               "{% elif m.role == 'user' %}Q: {{ m.content }}\n"
                "{% elif m.role == 'assistant' %}A:{{ m.content }}\n{% endif %}{% endfor %}"
                "{% if add_generation_prompt %}A:{% endif %}")
 
@@ -59,6 +61,27 @@ def model_with_template():
                       "special_tokens_map.json", "generation_config.json"):
             (folder / f.name).symlink_to(f)
     (folder / "chat_template.jinja").write_text(QA_TEMPLATE)
+    try:
+        return inlay.Model(folder, n_threads=1), folder
+    except BaseException:
+        shutil.rmtree(folder)
+        raise
+
+
+def model_without_template():
+    """The default model's folder without a chat template (its tokenizer_config.json minus
+    chat_template): a model that has none. Returns (Model, temporary folder to remove)."""
+    import json
+    library()
+    require(FOLDER.is_dir(), "the default model folder %s is missing" % FOLDER)
+    folder = pathlib.Path(tempfile.mkdtemp(prefix="inlay-py-"))
+    for f in FOLDER.iterdir():
+        if f.name in ("config.json", "model.safetensors", "tokenizer.model", "special_tokens_map.json",
+                      "generation_config.json"):
+            (folder / f.name).symlink_to(f)
+    config = json.loads((FOLDER / "tokenizer_config.json").read_text())
+    config.pop("chat_template", None)
+    (folder / "tokenizer_config.json").write_text(json.dumps(config))
     try:
         return inlay.Model(folder, n_threads=1), folder
     except BaseException:

@@ -84,17 +84,28 @@ class ChatTest(unittest.TestCase):
             self.model.apply_chat_template([{"role": "user"}])
 
 
-class NoTemplateTest(unittest.TestCase):
-    def test_the_default_gguf_has_no_template(self):
-        with support.model() as model, model.session() as session:
-            with self.assertRaises(inlay.MissingError) as e:
-                session.chat([("user", "hi")])
-            self.assertEqual(e.exception.status, inlay.Status.MISSING)
-            self.assertIn("chat template", e.exception.message)
-            self.assertEqual(session.n_tokens, 0)
-            # With a template given, it chats.
-            r = session.chat([("user", "hi")], template=support.QA_TEMPLATE, **REPLY)
-            self.assertEqual(r.prompt_tokens, model.tokenize("Q: hi\nA:"))
+class OwnTemplateTest(unittest.TestCase):
+    def test_the_default_gguf_renders_its_own_template(self):
+        with support.model() as model:
+            self.assertEqual(model.apply_chat_template([("user", "hi")]), "Q: hi\nA:")
+            self.assertEqual(model.apply_chat_template([("system", "Be brief."), ("user", "hi"),
+                                                        ("assistant", " Hello."), ("user", "why?")]),
+                             "Be brief.\nQ: hi\nA: Hello.\nQ: why?\nA:")
+
+    def test_a_model_without_template(self):
+        model, folder = support.model_without_template()
+        try:
+            with model, model.session() as session:
+                with self.assertRaises(inlay.MissingError) as e:
+                    session.chat([("user", "hi")])
+                self.assertEqual(e.exception.status, inlay.Status.MISSING)
+                self.assertIn("chat template", e.exception.message)
+                self.assertEqual(session.n_tokens, 0)
+                # With a template given, it chats.
+                r = session.chat([("user", "hi")], template=support.QA_TEMPLATE, **REPLY)
+                self.assertEqual(r.prompt_tokens, model.tokenize("Q: hi\nA:"))
+        finally:
+            shutil.rmtree(folder)
 
 
 if __name__ == "__main__":

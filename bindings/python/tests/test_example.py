@@ -48,7 +48,7 @@ class ExampleTest(unittest.TestCase):
         part = self.section("chat through the model's template")
         self.assertEqual(part.count("you> "), 2)
         self.assertEqual(part.count("bot>"), 2)
-        self.assertIn("has no chat template", part)  # the default model has none: said, then handled
+        self.assertNotIn("has no chat template", part)  # the default model's own template is used
 
     def test_device_and_errors(self):
         device = self.section("device")

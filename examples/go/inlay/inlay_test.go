@@ -382,8 +382,10 @@ func withTemplate(t *testing.T) string {
 
 func TestChatSecondTurnSeesTheFirst(t *testing.T) {
 	plain := load(t, nil)
-	_, err := plain.ApplyTemplate([]inlay.Message{{Role: "user", Content: "hi"}}, nil)
-	status(t, err, inlay.StatusMissing) // the default model has no template of its own
+	own, err := plain.ApplyTemplate([]inlay.Message{{Role: "user", Content: "hi"}}, nil)
+	if err != nil || own != "Q: hi\nA:" { // the default model's own (Q/A) template
+		t.Fatalf("the default model's template gave %q, %v", own, err)
+	}
 
 	m, err := inlay.Load(withTemplate(t), nil)
 	if err != nil {
