@@ -28,6 +28,9 @@ fn main() {
     println!("cargo:rustc-link-search=native={}", lib_dir.display());
     println!("cargo:rustc-link-lib=dylib=inlay");
     println!("cargo:rustc-link-arg=-Wl,-rpath,{}", lib_dir.display());
+    // For crates depending on this one (links = "inlay"): DEP_INLAY_LIB_DIR in their
+    // build scripts, since link-arg (the RUNPATH) does not reach their binaries.
+    println!("cargo:lib_dir={}", lib_dir.display());
     if let Some(sanitize) = env::var("INLAY_SANITIZE").ok().filter(|s| !s.is_empty()) {
         println!("cargo:rustc-link-arg=-fsanitize={}", sanitize);
     }
