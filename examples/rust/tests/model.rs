@@ -63,6 +63,17 @@ fn progress_rises_to_one_and_false_aborts() {
 
     let err = Model::load_with_progress(common::model_path(), &common::options(), |_| false).err().unwrap();
     assert_eq!(err.status(), Status::Cancelled);
+
+    // A panic aborts the load and reaches the caller once the library has returned.
+    let mut calls = 0;
+    let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let _ = Model::load_with_progress(common::model_path(), &common::options(), |_| {
+            calls += 1;
+            panic!("progress failed on purpose")
+        });
+    }));
+    assert_eq!(caught.err().unwrap().downcast_ref::<&str>(), Some(&"progress failed on purpose"));
+    assert_eq!(calls, 1);
 }
 
 #[test]
