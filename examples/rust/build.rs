@@ -5,8 +5,6 @@
 //   2. pkg-config's libdir of the `inlay` package (PKG_CONFIG_PATH=PREFIX/lib/pkgconfig
 //      after `cmake --install build --prefix PREFIX`);
 //   3. this checkout's own build tree, ../../build/capi (scripts/quickstart.sh's).
-// INLAY_SANITIZE (the library's -DINLAY_SANITIZE, e.g. address,undefined) links the
-// sanitizer runtime into the binaries: an instrumented libinlay needs it loaded first.
 //
 // It also measures the C structs of inlay.h with the C compiler (layout/layout.c) for the
 // layout test (tests/layout.rs); without a C compiler that test says it cannot run.
@@ -18,7 +16,7 @@ use std::process::Command;
 fn main() {
     let manifest = PathBuf::from(env::var_os("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"));
     let out = PathBuf::from(env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));
-    for var in ["INLAY_LIB_DIR", "INLAY_INCLUDE_DIR", "INLAY_SANITIZE", "PKG_CONFIG_PATH", "CC"] {
+    for var in ["INLAY_LIB_DIR", "INLAY_INCLUDE_DIR", "PKG_CONFIG_PATH", "CC"] {
         println!("cargo:rerun-if-env-changed={}", var);
     }
     println!("cargo:rerun-if-changed=build.rs");
@@ -31,10 +29,6 @@ fn main() {
     // For crates depending on this one (links = "inlay"): DEP_INLAY_LIB_DIR in their
     // build scripts, since link-arg (the RUNPATH) does not reach their binaries.
     println!("cargo:lib_dir={}", lib_dir.display());
-    if let Some(sanitize) = env::var("INLAY_SANITIZE").ok().filter(|s| !s.is_empty()) {
-        println!("cargo:rustc-link-arg=-fsanitize={}", sanitize);
-    }
-
     let include_dir =
         env::var_os("INLAY_INCLUDE_DIR").map(PathBuf::from).unwrap_or_else(|| manifest.join("../../include"));
     println!("cargo:rerun-if-changed={}", include_dir.join("inlay/inlay.h").display());

@@ -1,19 +1,25 @@
 #!/usr/bin/env bash
 # ctest rust_example: the steps of examples/rust/README.md, against a build's libinlay.
 #
-#   run_test.sh LIB_DIR TARGET_DIR [SANITIZE]
+#   run_test.sh LIB_DIR TARGET_DIR [SANITIZE CC]
 #
 # LIB_DIR holds libinlay.so (INLAY_LIB_DIR for build.rs), TARGET_DIR is cargo's output
-# (CARGO_TARGET_DIR), SANITIZE the build's INLAY_SANITIZE. Runs `cargo test`, then the
-# example on models/default (its output is printed and checked), with --device cuda
-# (a clear error where no CUDA device serves; INLAY_TEST_EXPECT_GPU=1 where one must), on
-# a missing model, and with bad usage. Exit 77 (skip) without cargo, 1 on any failure.
+# (CARGO_TARGET_DIR). Runs `cargo test`, then the example on models/default (its output
+# is printed and checked), with --device cuda (a clear error where no CUDA device
+# serves; INLAY_TEST_EXPECT_GPU=1 where one must), on a missing model, and with bad
+# usage. Exit 77 (skip) without cargo, 1 on any failure.
+#
+# SANITIZE is the build's INLAY_SANITIZE, CC its C compiler. An instrumented libinlay
+# needs the ASan (TSan) runtime loaded before it, which Rust binaries cannot arrange at
+# link time on a stable toolchain (rustc drops a runtime no Rust code calls, and puts
+# link arguments after -linlay), so cargo runs them through a runner that preloads the
+# compiler's runtime; cargo and rustc themselves stay uninstrumented.
 set -euo pipefail
-if [ "$#" -lt 2 ] || [ "$#" -gt 3 ]; then
-  echo "usage: $0 LIB_DIR TARGET_DIR [SANITIZE]" >&2
+if [ "$#" -ne 2 ] && [ "$#" -ne 4 ]; then
+  echo "usage: $0 LIB_DIR TARGET_DIR [SANITIZE CC]" >&2
   exit 2
 fi
-lib_dir=$1 target_dir=$2 sanitize=${3:-}
+lib_dir=$1 target_dir=$2 sanitize=${3:-} cc=${4:-cc}
 here=$(cd "$(dirname "$0")" && pwd)
 fail() { echo "rust_example: FAILED: $*" >&2; exit 1; }
 skip() {
@@ -29,8 +35,20 @@ command -v cargo > /dev/null ||
   skip "cargo not found in PATH or ~/.cargo/bin (Debian: apt-get install cargo rustc)"
 echo "rust_example: $(cargo --version), $(rustc --version)"
 
-export INLAY_LIB_DIR=$lib_dir CARGO_TARGET_DIR=$target_dir INLAY_SANITIZE=$sanitize CARGO_NET_OFFLINE=true
-[ -n "$sanitize" ] && echo "rust_example: sanitized build ($sanitize): the Rust binaries link its runtime"
+export INLAY_LIB_DIR=$lib_dir CARGO_TARGET_DIR=$target_dir CARGO_NET_OFFLINE=true
+runtime=""
+case ",$sanitize," in
+  *,address,*) runtime=libasan.so ;;
+  *,thread,*) runtime=libtsan.so ;;
+esac
+if [ -n "$runtime" ]; then
+  preload=$("$cc" -print-file-name="$runtime")
+  [ -f "$preload" ] || fail "sanitized build ($sanitize): $cc finds no $runtime"
+  host=$(rustc -vV | sed -n 's/^host: //p')
+  runner_var="CARGO_TARGET_$(echo "$host" | tr 'a-z-' 'A-Z_')_RUNNER"
+  export "$runner_var=env LD_PRELOAD=$preload"
+  echo "rust_example: sanitized build ($sanitize): the Rust binaries run with LD_PRELOAD=$preload"
+fi
 cd "$here"
 
 # 1. The wrapper's tests.
