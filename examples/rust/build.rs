@@ -49,7 +49,8 @@ fn find_library(manifest: &Path) -> PathBuf {
         if !has_lib(&dir) {
             panic!("INLAY_LIB_DIR={} holds no libinlay.so", dir.display());
         }
-        return dir;
+        // Absolute, for the RUNPATH (a relative one would follow the working directory).
+        return dir.canonicalize().unwrap_or(dir);
     }
     if let Some(dir) = pkg_config_libdir() {
         if has_lib(&dir) {
