@@ -8,6 +8,7 @@ packages=(
   catch2 libbenchmark-dev
   python3
   golang-go mono-mcs mono-runtime   # the Go and C# bindings' examples and tests (examples/go, examples/csharp)
+  cargo rustc                       # the Rust binding's example and tests (examples/rust)
 )
 missing=()
 for p in "${packages[@]}"; do
