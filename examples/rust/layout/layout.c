@@ -31,6 +31,15 @@ int main(void) {
     FIELD(inlay_model_params, device_index);
     FIELD(inlay_model_params, kv_memory_fraction);
 
+    STRUCT(inlay_vocab_info);
+    FIELD(inlay_vocab_info, struct_size);
+    FIELD(inlay_vocab_info, tokenizer_model);
+    FIELD(inlay_vocab_info, name);
+    FIELD(inlay_vocab_info, n_vocab);
+    FIELD(inlay_vocab_info, bos_token);
+    FIELD(inlay_vocab_info, eos_token);
+    FIELD(inlay_vocab_info, add_bos);
+
     STRUCT(inlay_model_info);
     FIELD(inlay_model_info, struct_size);
     FIELD(inlay_model_info, architecture);
@@ -165,6 +174,7 @@ int main(void) {
     CONST(INLAY_ERR_BUSY);
     CONST(INLAY_ERR_INVALID_TOKEN);
     CONST(INLAY_ERR_INVALID_UTF8);
+    CONST(INLAY_ERR_BAD_WEIGHTS);
     CONST(INLAY_ERR_INTERNAL);
     CONST(INLAY_LOG_DEBUG);
     CONST(INLAY_LOG_INFO);

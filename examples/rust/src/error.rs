@@ -24,6 +24,7 @@ pub enum Status {
     Busy,
     InvalidToken,
     InvalidUtf8,
+    BadWeights,
     Internal,
     Other(i32),
 }
@@ -48,6 +49,7 @@ impl Status {
             sys::INLAY_ERR_BUSY => Status::Busy,
             sys::INLAY_ERR_INVALID_TOKEN => Status::InvalidToken,
             sys::INLAY_ERR_INVALID_UTF8 => Status::InvalidUtf8,
+            sys::INLAY_ERR_BAD_WEIGHTS => Status::BadWeights,
             sys::INLAY_ERR_INTERNAL => Status::Internal,
             other => Status::Other(other),
         })
@@ -71,6 +73,7 @@ impl Status {
             Status::Busy => sys::INLAY_ERR_BUSY,
             Status::InvalidToken => sys::INLAY_ERR_INVALID_TOKEN,
             Status::InvalidUtf8 => sys::INLAY_ERR_INVALID_UTF8,
+            Status::BadWeights => sys::INLAY_ERR_BAD_WEIGHTS,
             Status::Internal => sys::INLAY_ERR_INTERNAL,
             Status::Other(code) => code,
         }

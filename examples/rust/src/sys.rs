@@ -28,7 +28,7 @@ macro_rules! opaque {
         }
     )*};
 }
-opaque!(inlay_model, inlay_session, inlay_result, inlay_kv_pool);
+opaque!(inlay_model, inlay_session, inlay_result, inlay_kv_pool, inlay_vocab);
 
 pub const INLAY_ABI_VERSION: c_int = 1;
 
@@ -49,6 +49,7 @@ pub const INLAY_ERR_BUFFER_TOO_SMALL: inlay_status = 12;
 pub const INLAY_ERR_BUSY: inlay_status = 13;
 pub const INLAY_ERR_INVALID_TOKEN: inlay_status = 14;
 pub const INLAY_ERR_INVALID_UTF8: inlay_status = 15;
+pub const INLAY_ERR_BAD_WEIGHTS: inlay_status = 16;
 pub const INLAY_ERR_INTERNAL: inlay_status = 99;
 
 pub type inlay_log_level = c_int;
@@ -104,6 +105,18 @@ pub struct inlay_model_info {
     pub bos_token: i32,
     pub eos_token: i32,
     pub device: *const c_char,
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct inlay_vocab_info {
+    pub struct_size: usize,
+    pub tokenizer_model: *const c_char,
+    pub name: *const c_char,
+    pub n_vocab: i32,
+    pub bos_token: i32,
+    pub eos_token: i32,
+    pub add_bos: bool,
 }
 
 pub type inlay_tokenize_flags = c_int;
@@ -280,6 +293,28 @@ extern "C" {
     ) -> inlay_status;
     pub fn inlay_detokenize(
         model: *const inlay_model,
+        tokens: *const i32,
+        n: usize,
+        render_special: bool,
+        out: *mut c_char,
+        capacity: usize,
+        length: *mut usize,
+    ) -> inlay_status;
+
+    pub fn inlay_vocab_load(path: *const c_char, out_vocab: *mut *mut inlay_vocab) -> inlay_status;
+    pub fn inlay_vocab_free(vocab: *mut inlay_vocab);
+    pub fn inlay_vocab_get_info(vocab: *const inlay_vocab, info: *mut inlay_vocab_info) -> inlay_status;
+    pub fn inlay_vocab_tokenize(
+        vocab: *const inlay_vocab,
+        text: *const c_char,
+        len: usize,
+        flags: u32,
+        out: *mut i32,
+        capacity: usize,
+        n_tokens: *mut usize,
+    ) -> inlay_status;
+    pub fn inlay_vocab_detokenize(
+        vocab: *const inlay_vocab,
         tokens: *const i32,
         n: usize,
         render_special: bool,

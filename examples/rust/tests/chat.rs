@@ -20,7 +20,22 @@ impl Drop for Folder {
 }
 
 fn model_with_template() -> Folder {
-    let dir = std::env::temp_dir().join(format!("inlay-rust-chat-{}", std::process::id()));
+    let folder = model_copy("template");
+    fs::write(folder.0.join("chat_template.jinja"), TEMPLATE).unwrap();
+    folder
+}
+
+// A copy of models/default whose tokenizer_config.json has no chat_template: a model
+// without a template of its own.
+fn model_without_template() -> Folder {
+    let folder = model_copy("plain");
+    let config = r#"{"add_bos_token": true, "bos_token": "<s>", "eos_token": "</s>", "unk_token": "<unk>"}"#;
+    fs::write(folder.0.join("tokenizer_config.json"), config).unwrap();
+    folder
+}
+
+fn model_copy(what: &str) -> Folder {
+    let dir = std::env::temp_dir().join(format!("inlay-rust-chat-{}-{}", what, std::process::id()));
     let _ = fs::remove_dir_all(&dir);
     fs::create_dir_all(&dir).unwrap();
     let src = common::model_path();
@@ -31,7 +46,6 @@ fn model_with_template() -> Folder {
             fs::copy(&path, dir.join(&name)).unwrap();
         }
     }
-    fs::write(dir.join("chat_template.jinja"), TEMPLATE).unwrap();
     Folder(dir)
 }
 
@@ -81,9 +95,12 @@ fn the_second_turn_sees_the_first() {
 
 #[test]
 fn chat_errors() {
-    // models/default itself has no chat template.
-    let model = common::load();
+    // models/default's own template is a Q/A one.
     let messages = [ChatMessage::user("Hi")];
+    assert_eq!(common::load().apply_chat_template(&messages, &ChatOptions::default()).unwrap(), "Q: Hi\nA:");
+    // A model without a template: MISSING.
+    let folder = model_without_template();
+    let model = Model::load(&folder.0, &common::options()).unwrap();
     let err = model.apply_chat_template(&messages, &ChatOptions::default()).unwrap_err();
     assert_eq!(err.status(), Status::Missing);
     let mut session = Session::new(&model).unwrap();

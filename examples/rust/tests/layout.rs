@@ -54,6 +54,7 @@ fn declarations_match_the_c_header() {
             kv_budget_bytes, kv_block_size, batch_tokens, device, device_index, kv_memory_fraction }
         inlay_model_info { struct_size, architecture, name, n_params, file_bytes, n_vocab, n_embd, n_layers,
             n_heads, n_kv_heads, head_dim, n_ff, context_length, train_context_length, bos_token, eos_token, device }
+        inlay_vocab_info { struct_size, tokenizer_model, name, n_vocab, bos_token, eos_token, add_bos }
         inlay_session_params { struct_size, context_length, reserved, speculation, draft_model, n_draft,
             n_draft_min, p_min }
         inlay_generate_params { struct_size, max_tokens, temperature, top_k, top_p, min_p, repeat_penalty,
@@ -91,6 +92,7 @@ fn declarations_match_the_c_header() {
         INLAY_ERR_BUSY,
         INLAY_ERR_INVALID_TOKEN,
         INLAY_ERR_INVALID_UTF8,
+        INLAY_ERR_BAD_WEIGHTS,
         INLAY_ERR_INTERNAL,
         INLAY_LOG_DEBUG,
         INLAY_LOG_INFO,
