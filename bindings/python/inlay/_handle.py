@@ -55,3 +55,18 @@ class Handle:
             value, self.value = self.value, None
         self._free(value)
         return True
+
+
+class Closable:
+    """What the classes owning a Handle share: `with` closes, and so does garbage
+    collection of one still open. Each class defines close() (idempotent) and _handle."""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        if getattr(self, "_handle", None) is not None and not self._handle.closed:
+            self.close()

@@ -8,7 +8,7 @@ import weakref
 
 from . import _capi
 from ._callbacks import ProgressCallback
-from ._handle import Handle
+from ._handle import Closable, Handle
 from ._text import detokenize_call, to_cstr, tokenize_call
 from .chat import Thinking, chat_arguments
 from .errors import Status, invalid_argument
@@ -94,7 +94,7 @@ def model_params(lib, device="auto", device_index=None, n_threads=0, context_len
     return params
 
 
-class Model:
+class Model(Closable):
     """A model loaded from a GGUF file or a Hugging Face folder.
 
         with inlay.Model("models/default-q8_0.gguf", device="cpu", progress=bar) as model:
@@ -167,16 +167,6 @@ class Model:
             free = self._close_pending and not self._live_sessions
         if free:
             self._handle.close()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
-    def __del__(self):
-        if getattr(self, "_handle", None) is not None and not self._handle.closed:
-            self.close()
 
     @property
     def library(self):

@@ -4,14 +4,14 @@ import ctypes
 import weakref
 
 from . import _capi, _generate
-from ._handle import Handle
+from ._handle import Closable, Handle
 from ._text import to_cstr, to_token_array
 from .chat import Thinking, chat_arguments
 from .errors import invalid_argument
 from .stream import TokenStream
 
 
-class Session:
+class Session(Closable):
     """A conversation on `model`. context_length: 0 = the model's.
 
     Generation options (keyword arguments of generate, stream, chat, chat_stream; left
@@ -58,16 +58,6 @@ class Session:
     @property
     def closed(self):
         return self._handle is None or self._handle.closed
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
-    def __del__(self):
-        if getattr(self, "_handle", None) is not None and not self._handle.closed:
-            self.close()
 
     @property
     def model(self):

@@ -3,12 +3,12 @@ import ctypes
 import os
 
 from . import _capi
-from ._handle import Handle
+from ._handle import Closable, Handle
 from ._text import detokenize_call, to_cstr, tokenize_call
 from .library import default_library, Library
 
 
-class Vocab:
+class Vocab(Closable):
     """The vocabulary of a GGUF file (a whole model or vocabulary only, as llama.cpp's
     ggml-vocab-*.gguf) or of a model folder (tokenizer.model, else tokenizer.json); no
     weights are read. Tokenizes exactly as the Model of the same file does. Read-only:
@@ -38,16 +38,6 @@ class Vocab:
     @property
     def closed(self):
         return self._handle is None or self._handle.closed
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
-    def __del__(self):
-        if getattr(self, "_handle", None) is not None and not self._handle.closed:
-            self.close()
 
     @property
     def info(self):
