@@ -7,6 +7,7 @@ packages=(
   libfmt-dev nlohmann-json3-dev libpcre2-dev libsentencepiece-dev
   catch2 libbenchmark-dev
   python3
+  clang libclang-rt-14-dev
 )
 missing=()
 for p in "${packages[@]}"; do
