@@ -41,8 +41,9 @@ std::string sanitize(std::string_view text);
 
 // `bytes` as a double-quoted string for a message: C-style escapes for quotes,
 // backslashes, \n \r \t and other control characters, every byte of ill-formed UTF-8 as
-// \xNN; valid UTF-8 stays. The result is valid UTF-8 whatever the input.
-std::string quoted(std::string_view bytes);
+// \xNN; valid UTF-8 stays. The result is valid UTF-8 whatever the input. `quote` may be
+// '\'' for messages that name keys and tensors in single quotes.
+std::string quoted(std::string_view bytes, char quote = '"');
 
 // Appends the UTF-8 encoding of `codepoint` (must be a scalar value <= U+10FFFF).
 void append_codepoint(std::string& out, uint32_t codepoint);

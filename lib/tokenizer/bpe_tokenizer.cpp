@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "core/error.h"
+#include "core/utf8.h"
 #include "tokenizer/byte_level.h"
 #include "tokenizer/tokenizer_impls.h"
 #include "tokenizer/unicode_nfc.h"
@@ -62,8 +63,8 @@ public:
             // As llama.cpp: the separator is the first space after the first byte.
             const size_t sep = m.size() > 1 ? m.find(' ', 1) : std::string::npos;
             if (sep == std::string::npos || sep + 1 >= m.size()) {
-                fail(INLAY_ERR_BAD_FORMAT, "{}: merge {} (\"{}\") is not of the form \"left right\"", v.origin, rank,
-                     m);
+                fail(INLAY_ERR_BAD_FORMAT, "{}: merge {} ({}) is not of the form \"left right\"", v.origin, rank,
+                     utf8::quoted(m));
             }
             const std::string_view left = std::string_view(m).substr(0, sep);
             const std::string_view right = std::string_view(m).substr(sep + 1);

@@ -86,11 +86,11 @@ void Vocabulary::finalize(PieceStyle style) {
         if (texts[i].empty()) texts[i] = "[EMPTY_" + std::to_string(i) + "]";
         const auto [it, inserted] = text_to_id.emplace(texts[i], static_cast<int32_t>(i));
         if (!inserted) {
-            fail(INLAY_ERR_BAD_FORMAT, "{}: tokens {} and {} have the same text \"{}\"", origin, it->second, i,
-                 texts[i]);
+            fail(INLAY_ERR_BAD_FORMAT, "{}: tokens {} and {} have the same text {}", origin, it->second, i,
+                 utf8::quoted(texts[i]));
         }
         if (types[i] == TokenType::byte && byte_token_value(texts[i]) < 0) {
-            fail(INLAY_ERR_BAD_FORMAT, "{}: byte token {} has text \"{}\", expected <0xXX>", origin, i, texts[i]);
+            fail(INLAY_ERR_BAD_FORMAT, "{}: byte token {} has text {}, expected <0xXX>", origin, i, utf8::quoted(texts[i]));
         }
     }
 

@@ -143,3 +143,10 @@ TEST_CASE("quoted escapes what a message must not carry raw and keeps valid UTF-
         REQUIRE(inlay::utf8::find_invalid(quoted(s)) == std::string_view::npos);
     }
 }
+
+TEST_CASE("quoted with single quotes escapes those and leaves double quotes", "[utf8]") {
+    using inlay::utf8::quoted;
+    REQUIRE(quoted("general.name", '\'') == "'general.name'");
+    REQUIRE(quoted("it's \"x\"", '\'') == "'it\\'s \"x\"'");
+    REQUIRE(quoted("bad\xFF", '\'') == "'bad\\xff'");
+}
