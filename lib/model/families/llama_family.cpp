@@ -57,7 +57,7 @@ DecoderSpec spec_from_gguf_metadata(const Metadata& md) {
             if (!(factor >= 1.0)) fail(INLAY_ERR_BAD_FORMAT, "{} = {} must be >= 1", key("rope.scaling.factor"), factor);
             s.rope_freq_scale = static_cast<float>(1.0 / factor);
         } else if (*type != "none") {
-            fail(INLAY_ERR_UNSUPPORTED, "{} = '{}' is not supported", key("rope.scaling.type"), *type);
+            fail(INLAY_ERR_UNSUPPORTED, "{} = {} is not supported", key("rope.scaling.type"), utf8::quoted(*type, '\''));
         }
     }
     if (is_qwen3) {
