@@ -9,6 +9,7 @@ packages=(
   python3
   golang-go mono-mcs mono-runtime   # the Go and C# bindings' examples and tests (examples/go, examples/csharp)
   cargo rustc                       # the Rust binding's example and tests (examples/rust)
+  clang libclang-rt-14-dev          # the libFuzzer targets (fuzz/, scripts/fuzz.sh)
 )
 missing=()
 for p in "${packages[@]}"; do

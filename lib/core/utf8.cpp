@@ -67,14 +67,19 @@ void require_valid(std::string_view text, std::string_view what) {
     }
 }
 
-std::string quoted(std::string_view bytes) {
-    std::string out = "\"";
+std::string quoted(std::string_view bytes, char quote) {
+    std::string out(1, quote);
     size_t pos = 0;
     while (pos < bytes.size()) {
         const char c = bytes[pos];
         const auto u = static_cast<unsigned char>(c);
+        if (c == quote) {
+            out += '\\';
+            out += c;
+            ++pos;
+            continue;
+        }
         switch (c) {
-            case '"': out += "\\\""; ++pos; continue;
             case '\\': out += "\\\\"; ++pos; continue;
             case '\n': out += "\\n"; ++pos; continue;
             case '\r': out += "\\r"; ++pos; continue;
@@ -95,7 +100,7 @@ std::string quoted(std::string_view bytes) {
         }
         pos += step.length;
     }
-    return out + "\"";
+    return out + quote;
 }
 
 std::string escape_invalid(std::string_view text) {

@@ -41,8 +41,9 @@ std::string sanitize(std::string_view text);
 
 // `bytes` as a double-quoted string for a message: C-style escapes for quotes,
 // backslashes, \n \r \t and other control characters, every byte of ill-formed UTF-8 as
-// \xNN; valid UTF-8 stays. The result is valid UTF-8 whatever the input.
-std::string quoted(std::string_view bytes);
+// \xNN; valid UTF-8 stays. The result is valid UTF-8 whatever the input. `quote` may be
+// '\'' for messages that name keys and tensors in single quotes.
+std::string quoted(std::string_view bytes, char quote = '"');
 
 // `text` with every byte of ill-formed UTF-8 written as \xNN and everything else as is:
 // what an error message holds when it quotes input. Valid UTF-8 comes back unchanged.

@@ -12,6 +12,7 @@
 #include <fmt/ranges.h>
 
 #include "core/error.h"
+#include "core/utf8.h"
 
 namespace inlay {
 namespace {
@@ -240,7 +241,7 @@ void GgufFile::parse() {
         in.set_where(fmt::format("key #{}", i));
         std::string key = in.read_string("key");
         if (key.empty()) in.bad("empty key name");
-        in.set_where(fmt::format("key #{} '{}'", i, key));
+        in.set_where(fmt::format("key #{} {}", i, utf8::quoted(key, '\'')));  // names are bytes
         const ValueType type = read_value_type(in, "value type");
         MetadataValue value = read_value(in, type);
         if (metadata_.contains(key)) in.bad("duplicate key");
@@ -266,7 +267,7 @@ void GgufFile::parse() {
         TensorView t;
         t.name = in.read_string("tensor name");
         if (t.name.empty()) in.bad("empty tensor name");
-        in.set_where(fmt::format("tensor #{} '{}'", i, t.name));
+        in.set_where(fmt::format("tensor #{} {}", i, utf8::quoted(t.name, '\'')));
         if (!names.insert(t.name).second) in.bad("duplicate tensor name");
         const auto n_dims = in.read<uint32_t>("n_dims");
         if (n_dims == 0 || n_dims > kMaxDims) in.bad("n_dims is {} (must be 1..{})", n_dims, kMaxDims);
@@ -311,8 +312,8 @@ void GgufFile::parse() {
         const uint64_t offset = offsets_[i];
         if (offset > data_bytes || t.nbytes > data_bytes - offset) {
             fail(INLAY_ERR_TRUNCATED,
-                 "'{}': tensor #{} '{}': data [{}, +{}) runs past the end of the file (data section of {} bytes at {})",
-                 origin_, i, t.name, offset, t.nbytes, data_bytes, data_offset_);
+                 "'{}': tensor #{} {}: data [{}, +{}) runs past the end of the file (data section of {} bytes at {})",
+                 origin_, i, utf8::quoted(t.name, '\''), offset, t.nbytes, data_bytes, data_offset_);
         }
         t.data = bytes_.data() + data_offset_ + offset;
     }
@@ -326,8 +327,9 @@ void GgufFile::parse() {
         const size_t a = order[k - 1];
         const size_t b = order[k];
         if (offsets_[a] + tensors_[a].nbytes > offsets_[b]) {
-            fail(INLAY_ERR_BAD_FORMAT, "'{}': tensor #{} '{}' (data [{}, +{})) overlaps tensor #{} '{}' (data [{}, +{}))",
-                 origin_, b, tensors_[b].name, offsets_[b], tensors_[b].nbytes, a, tensors_[a].name, offsets_[a],
+            fail(INLAY_ERR_BAD_FORMAT, "'{}': tensor #{} {} (data [{}, +{})) overlaps tensor #{} {} (data [{}, +{}))",
+                 origin_, b, utf8::quoted(tensors_[b].name, '\''), offsets_[b], tensors_[b].nbytes, a,
+                 utf8::quoted(tensors_[a].name, '\''), offsets_[a],
                  tensors_[a].nbytes);
         }
     }

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/utf8.h"
 
 namespace inlay {
 namespace {
@@ -68,7 +69,8 @@ Json parse_untrusted_json(std::string_view text, const std::string& origin, int 
     try {
         return Json::parse(text.begin(), text.end(), on_event);
     } catch (const Json::exception& e) {
-        fail(INLAY_ERR_BAD_FORMAT, "'{}': invalid JSON: {}", origin, e.what());
+        // The parser's message quotes the bytes it read, which may be ill-formed UTF-8.
+        fail(INLAY_ERR_BAD_FORMAT, "'{}': invalid JSON: {}", origin, utf8::quoted(e.what()));
     }
 }
 

@@ -7,6 +7,7 @@
 
 #include "core/error.h"
 #include "core/mapped_file.h"
+#include "core/utf8.h"
 #include "tokenizer/tokenizer.h"
 
 namespace inlay {
@@ -258,8 +259,8 @@ SequenceImage read_session_file(const std::string& path, const Model& model, con
                  path, what, got, expected);
     };
     if (std::memcmp(h.architecture, want.architecture, 16) != 0)
-        fail(INLAY_ERR_SHAPE_MISMATCH, "session file '{}' was saved from another model: architecture '{}', not '{}'",
-             path, std::string(h.architecture, strnlen(h.architecture, 16)),
+        fail(INLAY_ERR_SHAPE_MISMATCH, "session file '{}' was saved from another model: architecture {}, not '{}'",
+             path, utf8::quoted(std::string_view(h.architecture, strnlen(h.architecture, 16)), '\''),
              std::string(want.architecture, strnlen(want.architecture, 16)));
     mismatch("n_layers", h.n_layers, want.n_layers);
     mismatch("n_kv_heads", h.n_kv_heads, want.n_kv_heads);

@@ -4,6 +4,7 @@
 #include <cctype>
 
 #include "core/error.h"
+#include "core/utf8.h"
 #include "io/metadata.h"
 #include "tokenizer/tokenizer_impls.h"
 
@@ -90,7 +91,8 @@ PreInfo pretokenizer_for(const std::optional<std::string>& pre) {
     if (p == "qwen2" || p == "deepseek-r1-qwen") return {PretokenizerKind::qwen2, false, false};
     if (p == "gpt-2" || p == "phi-2") return {PretokenizerKind::gpt2, false, false};
     fail(INLAY_ERR_UNSUPPORTED,
-         "pre-tokenizer '{}' ({}) is not supported (supported: default, gpt-2, llama-bpe, qwen2)", p, k_pre);
+         "pre-tokenizer {} ({}) is not supported (supported: default, gpt-2, llama-bpe, qwen2)", utf8::quoted(p, '\''),
+         k_pre);
 }
 
 }  // namespace
@@ -99,7 +101,7 @@ std::unique_ptr<Tokenizer> tokenizer_from_gguf(const Metadata& md) {
     const std::string& model = md.get_string(k_model);
     const bool spm = model == "llama";
     if (!spm && model != "gpt2") {
-        fail(INLAY_ERR_UNSUPPORTED, "tokenizer model '{}' ({}) is not supported (supported: llama, gpt2)", model,
+        fail(INLAY_ERR_UNSUPPORTED, "tokenizer model {} ({}) is not supported (supported: llama, gpt2)", utf8::quoted(model, '\''),
              k_model);
     }
 

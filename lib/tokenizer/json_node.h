@@ -14,6 +14,7 @@
 #include <string_view>
 
 #include "core/error.h"
+#include "core/utf8.h"
 
 namespace inlay {
 
@@ -131,7 +132,8 @@ inline nlohmann::json parse_json_text(std::string_view text, std::string_view or
         // e.what() reads "[json.exception.parse_error.101] parse error at line 1, column 2: ...".
         std::string_view what = e.what();
         if (const size_t close = what.find("] "); close != std::string_view::npos) what.remove_prefix(close + 2);
-        fail(INLAY_ERR_BAD_FORMAT, "{}: not valid JSON: {}", origin, what);
+        // The message echoes the bytes read, which may be ill-formed UTF-8.
+        fail(INLAY_ERR_BAD_FORMAT, "{}: not valid JSON: {}", origin, utf8::quoted(what));
     }
 }
 

@@ -166,3 +166,10 @@ TEST_CASE("an inlay::Error never carries ill-formed UTF-8 in its message", "[utf
     CHECK(std::string(e.what()) == "token \"\\xff\\xfe\" is bad");
     CHECK(e.status() == INLAY_ERR_BAD_FORMAT);
 }
+
+TEST_CASE("quoted with single quotes escapes those and leaves double quotes", "[utf8]") {
+    using inlay::utf8::quoted;
+    REQUIRE(quoted("general.name", '\'') == "'general.name'");
+    REQUIRE(quoted("it's \"x\"", '\'') == "'it\\'s \"x\"'");
+    REQUIRE(quoted("bad\xFF", '\'') == "'bad\\xff'");
+}

@@ -347,7 +347,7 @@ TEST_CASE("tokenizer.json: malformed files give BAD_FORMAT with the JSON path", 
         return j.dump();
     };
     expect("", INLAY_ERR_BAD_FORMAT, "bad.json: not valid JSON");
-    expect(good.dump().substr(0, 200), INLAY_ERR_BAD_FORMAT, "not valid JSON: parse error at line 1");
+    expect(good.dump().substr(0, 200), INLAY_ERR_BAD_FORMAT, "not valid JSON: \"parse error at line 1");
     expect("{\"model\": \"\xff\"}", INLAY_ERR_BAD_FORMAT, "not valid JSON");
     expect(std::string(100000, '['), INLAY_ERR_BAD_FORMAT, "not valid JSON");
     expect("[]", INLAY_ERR_BAD_FORMAT, "bad.json: /: expected an object");

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
+#include "core/utf8.h"
 #include "model/families/family.h"
 
 namespace inlay {
@@ -13,7 +14,7 @@ DecoderSpec spec_from_gguf_metadata(const Metadata& md) {
     const std::string& arch = md.get_string("general.architecture");
     const bool is_qwen3 = arch == "qwen3";
     if (arch != "llama" && !is_qwen3)
-        fail(INLAY_ERR_UNSUPPORTED, "architecture '{}' is not supported (llama, qwen3)", arch);
+        fail(INLAY_ERR_UNSUPPORTED, "architecture {} is not supported (llama, qwen3)", utf8::quoted(arch, '\''));
     auto key = [&](const char* k) { return fmt::format("{}.{}", arch, k); };
     constexpr int64_t kMaxDim = int64_t{1} << 20;  // generous bounds that keep products far from overflow
 
@@ -56,7 +57,7 @@ DecoderSpec spec_from_gguf_metadata(const Metadata& md) {
             if (!(factor >= 1.0)) fail(INLAY_ERR_BAD_FORMAT, "{} = {} must be >= 1", key("rope.scaling.factor"), factor);
             s.rope_freq_scale = static_cast<float>(1.0 / factor);
         } else if (*type != "none") {
-            fail(INLAY_ERR_UNSUPPORTED, "{} = '{}' is not supported", key("rope.scaling.type"), *type);
+            fail(INLAY_ERR_UNSUPPORTED, "{} = {} is not supported", key("rope.scaling.type"), utf8::quoted(*type, '\''));
         }
     }
     if (is_qwen3) {
