@@ -13,9 +13,6 @@ namespace inlay {
 namespace {
 using Clock = std::chrono::steady_clock;
 double seconds_between(Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double>(b - a).count(); }
-
-// Tokens the scheduler may sample ahead of a caller that is still busy with earlier ones.
-constexpr int32_t kLookahead = 8;
 }  // namespace
 
 const char* stop_reason_name(StopReason reason) {
@@ -231,7 +228,7 @@ GenerateResult Session::generate(std::span<const int32_t> input, const GenerateO
     request->sampling = options.sampling;
     request->max_tokens = options.max_tokens;
     request->ignore_eos = options.ignore_eos;
-    request->lookahead = kLookahead;
+    request->lookahead = Session::kLookahead;
     start(request);
     Request& req = *request;
     FinishGuard finish{*engine_, req};

@@ -52,6 +52,10 @@ struct GenerateResult {
 
 class Session {
 public:
+    // Tokens the scheduler may sample ahead of a caller that is still busy with earlier
+    // ones (Request::lookahead of every generate call); tests hold requests at it.
+    static constexpr int32_t kLookahead = 8;
+
     // A session on `engine`; context_length 0: the model's.
     Session(std::shared_ptr<Engine> engine, int64_t context_length);
     // A session with an engine (and KV pool with the default budget) of its own.

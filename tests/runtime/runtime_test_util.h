@@ -4,12 +4,20 @@
 #pragma once
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <cmath>
+#include <condition_variable>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
+
+#include <catch2/catch.hpp>
 
 #include "model/model.h"
 #include "runtime/engine.h"
@@ -123,5 +131,92 @@ inline std::vector<int32_t> prompt_of(int i, int length, int32_t n_vocab, int32_
     for (int k = 1; k < length; ++k) p.push_back(static_cast<int32_t>(3 + (i * 37 + k * 11 + k * k * (i % 5)) % (n_vocab - 3)));
     return p;
 }
+
+// Waits until `ready()` holds: a state the test brings about, never a duration. The limit
+// only turns a deadlock into a failure naming what never happened (minutes: no loaded
+// machine or sanitizer takes that long for these tiny models).
+inline void wait_for_state(const std::function<bool()>& ready, const char* what) {
+    const auto give_up = std::chrono::steady_clock::now() + std::chrono::minutes(5);
+    while (!ready()) {
+        if (std::chrono::steady_clock::now() > give_up) FAIL("deadlock: never reached: " << what);
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+}
+
+// A latch a test opens once; callbacks block on it. wait() gives up (returning false)
+// only after minutes, so that a deadlock fails the test instead of hanging it.
+class Latch {
+public:
+    void open() {
+        {
+            std::lock_guard lock(mutex_);
+            open_ = true;
+        }
+        cv_.notify_all();
+    }
+    bool wait() {
+        std::unique_lock lock(mutex_);
+        return cv_.wait_for(lock, std::chrono::minutes(5), [&] { return open_; });
+    }
+
+private:
+    std::mutex mutex_;
+    std::condition_variable cv_;
+    bool open_ = false;
+};
+
+// Holds an engine's admission closed so that requests submitted from many threads, at
+// whatever moments the threads get to run, all enter the batch in one scheduler pass.
+// Closed: a holder call generates on its own thread and blocks in its first on_token
+// callback, so the engine samples it Session::kLookahead tokens ahead and pauses it;
+// then the engine's block cap is set to exactly the blocks the holder has, and every new
+// request waits for memory (the holder is running, so they wait rather than fail).
+// open() lifts the cap; release() ends the holder's call (its callback returns false).
+// Build it on an engine with no other activity.
+class AdmissionGate {
+public:
+    explicit AdmissionGate(const std::shared_ptr<Engine>& engine) : engine_(engine) {
+        const int64_t base = engine_->metrics().tokens_generated;
+        holder_ = std::make_unique<Session>(engine_, 0);
+        thread_ = std::thread([this] {
+            auto opts = greedy(1000);
+            opts.on_token = [this](int32_t, std::string_view) {
+                release_.wait();
+                return false;
+            };
+            (void)holder_->generate(prompt_of(977, 5, static_cast<int32_t>(engine_->model().spec().n_vocab)), opts);
+        });
+        wait_for_state([&] { return engine_->metrics().tokens_generated - base >= Session::kLookahead + 1; },
+                       "the holder paused by its lookahead");
+        REQUIRE(engine_->metrics().tokens_generated - base == Session::kLookahead + 1);
+        engine_->set_block_cap(engine_->metrics().blocks_held);
+    }
+    ~AdmissionGate() {
+        open();
+        release();
+        if (thread_.joinable()) thread_.join();
+    }
+    AdmissionGate(const AdmissionGate&) = delete;
+    AdmissionGate& operator=(const AdmissionGate&) = delete;
+
+    // Waits until `n` requests wait for admission.
+    void wait_queued(int64_t n) {
+        wait_for_state([&] { return engine_->metrics().waiting == n; }, "every request queued at the gate");
+    }
+    void open() {
+        if (opened_) return;
+        opened_ = true;
+        engine_->set_block_cap(0);
+    }
+    // Ends the holder's call (after open(): its next token would need a step).
+    void release() { release_.open(); }
+
+private:
+    std::shared_ptr<Engine> engine_;
+    std::unique_ptr<Session> holder_;
+    std::thread thread_;
+    Latch release_;
+    bool opened_ = false;
+};
 
 }  // namespace inlay::test

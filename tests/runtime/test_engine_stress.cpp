@@ -56,6 +56,9 @@ private:
 
 struct Tally {
     std::atomic<int> ok{0}, cancelled{0}, kv_full{0}, mismatches{0}, unexpected{0};
+    // Calls picked (by the workers' seeded choices) to be cancelled by another thread at
+    // a token the call itself reaches, and how many of them ended cancelled.
+    std::atomic<int> handed_over{0}, handed_over_cancelled{0};
     std::mutex mutex;
     std::vector<std::string> problems;
     void problem(const std::string& s) {
@@ -127,15 +130,37 @@ void worker(const std::shared_ptr<Engine>& engine, References& refs, Tally& tall
             s->reset();
             const auto prompt = prompt_of(static_cast<int>(rng() % 6), 4 + static_cast<int>(rng() % 40), n_vocab);
             const int n = 1 + static_cast<int>(rng() % 40);
+            // One call in ten is cancelled by another thread at a token it picks: its
+            // callback starts that thread and waits for the cancel to be made. The random
+            // canceller may still get to it first; either way it must end cancelled.
+            const bool hand_over = op == 2;
+            const int at_token = 1 + static_cast<int>(rng() % static_cast<unsigned>(n));
+            auto opts = greedy(n);
+            if (hand_over) {
+                ++tally.handed_over;
+                opts.on_token = [&, seen = 0](int32_t, std::string_view) mutable {
+                    if (++seen == at_token) {
+                        std::thread canceller([&] { s->cancel(); });
+                        canceller.join();
+                    }
+                    return true;
+                };
+            }
             registry.set_calling(first_slot + k, true);
             GenerateResult result;
             try {
-                result = s->generate(prompt, greedy(n));
+                result = s->generate(prompt, opts);
             } catch (...) {
                 registry.set_calling(first_slot + k, false);
                 throw;
             }
             registry.set_calling(first_slot + k, false);
+            if (hand_over && result.stop_reason == StopReason::cancelled) ++tally.handed_over_cancelled;
+            if (hand_over && result.tokens.size() > static_cast<size_t>(at_token)) {
+                ++tally.unexpected;
+                tally.problem("a call cancelled at token " + std::to_string(at_token) + " returned " +
+                              std::to_string(result.tokens.size()));
+            }
             if (result.status == INLAY_ERR_KV_FULL) {
                 ++tally.kv_full;
             } else if (result.stop_reason == StopReason::cancelled) {
@@ -220,18 +245,46 @@ TEST_CASE("16 threads, random cancels and a small KV budget", "[stress]") {
     o.context = 512;
     const auto model = tiny_model(o, "stress", 2);
     References refs(*model);
-    // 24 blocks of 8 tokens (192 tokens) for 16 threads asking up to ~85 each: preemption
-    // in every run (40 blocks left a run without one now and then).
+    // 24 blocks of 8 tokens (192 tokens) for 16 threads asking up to ~85 each.
     auto engine = small_engine(model, 24, 64, 8);
+    // Preemption by the engine's rules, not by luck: a hog call with a 120-token prompt
+    // sits in its first callback (paused by its lookahead, 16 blocks held) until the
+    // engine has preempted something or every worker is done. Meanwhile 8 blocks are
+    // left: the first call that grows past them while the hog runs must preempt (itself,
+    // or the hog if the hog is younger), and the workers' seeded calls include many
+    // longer than 64 tokens.
+    std::atomic<bool> workers_done{false};
+    GenerateResult hog_result;
+    Session hog(engine, 0);
+    const auto hog_prompt = prompt_of(99, 120, static_cast<int32_t>(o.n_vocab));
+    std::thread hog_thread([&] {
+        auto opts = greedy(4);
+        opts.on_token = [&](int32_t, std::string_view) {
+            while (engine->metrics().preemptions == 0 && !workers_done.load())
+                std::this_thread::sleep_for(std::chrono::milliseconds(1));
+            return true;
+        };
+        hog_result = hog.generate(hog_prompt, opts);
+    });
     Tally tally;
     run_workers(engine, refs, tally, 16, 12 * env_int("INLAY_STRESS_SCALE", 1), 1000, 3);
-    INFO("ok " << tally.ok << ", cancelled " << tally.cancelled << ", kv_full " << tally.kv_full
+    workers_done.store(true);
+    hog_thread.join();
+    INFO("ok " << tally.ok << ", cancelled " << tally.cancelled << " (" << tally.handed_over_cancelled << " of "
+               << tally.handed_over << " handed over), kv_full " << tally.kv_full
                << ", first problem: " << (tally.problems.empty() ? std::string("none") : tally.problems.front()));
     REQUIRE(tally.unexpected == 0);
     REQUIRE(tally.mismatches == 0);
     REQUIRE(tally.ok > 0);
-    REQUIRE(tally.cancelled > 0);
+    // Every call handed over to a canceller ended cancelled; there were some (the
+    // workers' seeds decide how many, not the threads' timing).
+    REQUIRE(tally.handed_over > 0);
+    REQUIRE(tally.handed_over_cancelled == tally.handed_over);
+    REQUIRE(tally.cancelled >= tally.handed_over);
     REQUIRE(engine->metrics().preemptions > 0);
+    REQUIRE(hog_result.status == INLAY_OK);
+    REQUIRE(hog_result.tokens == refs.get(hog_prompt, 4));
+    hog.reset();  // an idle session keeps its KV until pressure takes it
     check_pool_empty(*engine);
 }
 

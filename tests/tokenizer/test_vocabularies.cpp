@@ -6,6 +6,7 @@
 
 #include "core/error.h"
 #include "io/metadata.h"
+#include "tokenizer/pretokenizer.h"
 #include "tokenizer/tokenizer.h"
 #include "tokenizer/tokenizer_test_util.h"
 
@@ -99,16 +100,67 @@ TEST_CASE("BPE ignore_merges (llama-bpe) emits whole-word tokens", "[tokenizer][
     CHECK(llama3->add_bos() == false);  // no BOS id in this vocabulary
 }
 
+namespace {
+
+std::vector<std::string> pieces_of(PretokenizerKind kind, std::string_view text) {
+    const RegexPretokenizer pre(kind);
+    std::vector<std::pair<size_t, size_t>> ranges;
+    pre.split(text, ranges);
+    std::vector<std::string> out;
+    for (const auto& [b, e] : ranges) out.emplace_back(text.substr(b, e - b));
+    return out;
+}
+
+using Pieces = std::vector<std::string>;
+
+}  // namespace
+
 TEST_CASE("pre-tokenizers split as their regexes say", "[tokenizer][bpe]") {
-    // No merges: one token per byte, so the ids show nothing but the split; decode
-    // reconstructs the text and the count of pieces is not visible, hence compare with
-    // the ids of separately encoded pieces.
-    const auto qwen2 = tokenizer_from_gguf(tiny_bpe_metadata({}, "qwen2"));
-    const auto gpt2 = tokenizer_from_gguf(tiny_bpe_metadata({}, "gpt-2"));
-    for (const auto* tok : {qwen2.get(), gpt2.get()}) {
-        const std::string text = "It's 2024!  Hello\n\n world\t\xC3\xA9t\xC3\xA9 \xE2\x80\xA8x";
-        CHECK(tok->decode(tok->encode(text, false), false, true) == text);
-    }
+    // The expected pieces are worked out by hand from each pattern (the leftmost
+    // alternative that matches wins; text between matches is a piece of its own):
+    //   gpt-2:  's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)
+    //   qwen2:  (?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*
+    //           |\s*[\r\n]+|\s+(?!\S)|\s+          (llama3: \p{N}{1,3} for \p{N})
+    // with \s the Unicode White_Space set (U+2028 included). "  Hello": \s+(?!\S) takes
+    // the first space only, so that the second joins the word; a tab joins the next word
+    // in qwen2/llama3 ([^\r\n\p{L}\p{N}]?) but not in gpt-2 (" ?" is a space only).
+    const std::string text = "It's 2024!  Hello\n\n world\t\xC3\xA9t\xC3\xA9 \xE2\x80\xA8x";
+    CHECK(pieces_of(PretokenizerKind::gpt2, text) ==
+          Pieces{"It", "'s", " 2024", "!", " ", " Hello", "\n\n", " world", "\t", "\xC3\xA9t\xC3\xA9", " ", "\xE2\x80\xA8", "x"});
+    CHECK(pieces_of(PretokenizerKind::qwen2, text) ==
+          Pieces{"It", "'s", " ", "2", "0", "2", "4", "!", " ", " Hello", "\n\n", " world", "\t\xC3\xA9t\xC3\xA9", " ",
+                 "\xE2\x80\xA8x"});
+    CHECK(pieces_of(PretokenizerKind::llama3, text) ==
+          Pieces{"It", "'s", " ", "202", "4", "!", " ", " Hello", "\n\n", " world", "\t\xC3\xA9t\xC3\xA9", " ",
+                 "\xE2\x80\xA8x"});
+    // Contractions: gpt-2's are lower case only; llama3's and qwen2's any case. Digits:
+    // gpt-2 keeps a run, llama3 groups by three from the left, qwen2 splits each.
+    CHECK(pieces_of(PretokenizerKind::gpt2, "IT'S we'll 1234567") ==
+          Pieces{"IT", "'", "S", " we", "'ll", " 1234567"});
+    CHECK(pieces_of(PretokenizerKind::llama3, "IT'S we'll 1234567") ==
+          Pieces{"IT", "'S", " we", "'ll", " ", "123", "456", "7"});
+    CHECK(pieces_of(PretokenizerKind::qwen2, "IT'S 12") == Pieces{"IT", "'S", " ", "1", "2"});
+    // Punctuation takes a leading space and (llama3/qwen2) the newlines after it. In
+    // gpt-2, \s+(?!\S) gives back the last newline before "b", which is then a piece alone.
+    CHECK(pieces_of(PretokenizerKind::gpt2, "a ...\n\nb") == Pieces{"a", " ...", "\n", "\n", "b"});
+    CHECK(pieces_of(PretokenizerKind::qwen2, "a ...\n\nb") == Pieces{"a", " ...\n\n", "b"});
+    // llama.cpp's "default": punctuation runs, then gpt-2's pattern inside each piece,
+    // then digit runs, then groups of three digits (the rest of a run stays whole).
+    CHECK(pieces_of(PretokenizerKind::fallback, "a+b=12345!") == Pieces{"a", "+", "b", "=", "123", "45", "!"});
+    CHECK(pieces_of(PretokenizerKind::fallback, "").empty());
+
+    // Through the tokenizer: a merge across a piece boundary is never applied, one inside
+    // a piece is. "t '" ranks first, but "It's" splits as It|'s.
+    const auto qwen2 = tokenizer_from_gguf(tiny_bpe_metadata({"t '", "' s"}, "qwen2"));
+    const auto gpt2 = tokenizer_from_gguf(tiny_bpe_metadata({"t '", "' s"}, "gpt-2"));
+    const auto nothing = tokenizer_from_gguf(tiny_bpe_metadata({"t '", "' s"}, "default"));
+    const int32_t t_quote = k_bpe_first_merge, quote_s = k_bpe_first_merge + 1;
+    CHECK(qwen2->encode("It's", false) == std::vector<int32_t>{'I', 't', quote_s});
+    CHECK(gpt2->encode("It's", false) == std::vector<int32_t>{'I', 't', quote_s});
+    // The default pattern cuts punctuation off on its own: ' is a piece, no merge applies.
+    CHECK(nothing->encode("It's", false) == std::vector<int32_t>{'I', 't', '\'', 's'});
+    CHECK(qwen2->token_to_piece(t_quote, false) == "t'");
+    for (const auto* tok : {qwen2.get(), gpt2.get()}) CHECK(tok->decode(tok->encode(text, false), false, true) == text);
 }
 
 TEST_CASE("special tokens: control only with parse_special, user-defined always", "[tokenizer][special]") {
