@@ -8,6 +8,10 @@ packages=(
   catch2 libbenchmark-dev
   python3
 )
+# npm (and git) install llama.cpp's prebuilt libraries for the tests' cross-checks
+# (scripts/llamacpp-peer.sh); node and npm may come from outside Debian, hence the check.
+command -v npm > /dev/null || packages+=(nodejs npm)
+command -v git > /dev/null || packages+=(git)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -84,7 +84,7 @@ TEST_CASE("encode equals llama-tokenize on edge cases, with and without parse_sp
     const size_t n_strings = refs().at("strings").size();
     for (auto& [name, source] : sources()) {
         if (!std::filesystem::exists(source.path)) {
-            WARN("SKIPPED " << name << ": " << source.path.string() << " is absent");
+            inlay::test::skip_missing(name + ": " + source.path.string() + " is absent");
             continue;
         }
         SECTION(name) {
