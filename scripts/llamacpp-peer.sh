@@ -16,6 +16,7 @@
 # Exits non-zero with a message when something is missing (no npm, no registry).
 set -euo pipefail
 if [ $# -ne 2 ]; then echo "usage: $0 PEER_DIR DEST_DIR" >&2; exit 2; fi
+[ -d "$1" ] || { echo "llamacpp-peer: $1 is absent (set INLAY_LLAMACPP_DIR or INLAY_SHARED_DIR)" >&2; exit 1; }
 peer=$(cd "$1" && pwd)
 mkdir -p "$2"
 dest=$(cd "$2" && pwd)

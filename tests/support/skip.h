@@ -15,7 +15,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #define INLAY_SKIP_MISSING "missing"
 #define INLAY_SKIP_DEVICE "no-device"
@@ -32,20 +31,28 @@ static inline int inlay_test_no_skip(void) {
 static inline void inlay_test_log_skip(const char* binary_dir, const char* kind, const char* what) {
     char path[4096];
     char line[2048];
+    const int path_size = sizeof path; /* int like snprintf's result; no cast (C and C++) */
+    const int line_size = sizeof line;
     char program[1024] = "?";
     const char* slash;
     const char* env = getenv("INLAY_BINARY_DIR");
     FILE* f;
-    ssize_t len;
     int n;
     if (env && *env) binary_dir = env;
-    len = readlink("/proc/self/exe", program, sizeof program - 1);
-    if (len > 0) program[len] = '\0';
+    /* argv[0]: the first NUL-terminated string of /proc/self/cmdline (standard C only). */
+    f = fopen("/proc/self/cmdline", "rb");
+    if (f) {
+        const size_t got = fread(program, 1, sizeof program - 1, f);
+        program[got] = '\0';
+        fclose(f);
+        if (!program[0]) strcpy(program, "?");
+    }
     slash = strrchr(program, '/');
-    if ((size_t)snprintf(path, sizeof path, "%s/test-skips.log", binary_dir) >= sizeof path) return;
+    n = snprintf(path, sizeof path, "%s/test-skips.log", binary_dir);
+    if (n < 0 || n >= path_size) return;
     n = snprintf(line, sizeof line, "%s\t%s\t%s\n", slash ? slash + 1 : program, kind, what);
     if (n < 0) return;
-    if ((size_t)n >= sizeof line) {
+    if (n >= line_size) {
         line[sizeof line - 2] = '\n';
         line[sizeof line - 1] = '\0';
     }
