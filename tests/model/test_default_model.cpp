@@ -249,8 +249,10 @@ TEST_CASE("default model: llama.cpp agrees with inlay on the GGUF exports", "[de
     INLAY_REQUIRE_FILE_OR_SKIP(fixture_path());
     INLAY_REQUIRE_LLAMACPP_OR_SKIP();
     // Same weights on both sides; llama.cpp keeps an f16 KV cache (inlay's sessions too)
-    // and sums in its own order. Measured: f32 2.9e-5, q8_0 1.6e-3, q4_k 7.0e-3 (one
-    // flipped Q8_K activation rounding moves a few logits). Bounds: 2e-3 for f32 (the
+    // and sums in its own order. Measured with a -march=native llama.cpp build: f32
+    // 2.9e-5, q8_0 1.6e-3, q4_k 7.0e-3 (one flipped Q8_K activation rounding moves a few
+    // logits); with tools/llamacpp on the prebuilt libraries (zen4 variant): f32 2.9e-5,
+    // q8_0 3.8e-3, q4_k 7.0e-3. Bounds: 2e-3 for f32 (the
     // foundation issue's 1e-3 doubled for the f16 cache), 1e-2 (1.4x the worst measured)
     // for the quantized files.
     check_against_llamacpp(models_dir() / "default-f32.gguf", 2e-3);

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <string>
 
@@ -34,10 +35,12 @@ inline bool cpu_has_amx() {
 // tools/llamacpp/CMakeLists.txt). On CPUs with AMX the sapphirerapids variant is left
 // out: llama.cpp's AMX kernels of this release die with SIGILL there (see
 // ../shared/tools/llamacpp-peer/README.md), so the best AVX-512 variant the CPU runs is
-// loaded instead. Returns false when no variant loads.
+// loaded instead (INLAY_LLAMACPP_NO_AMX=1 in the environment forces that choice).
+// Returns false when no variant loads.
 inline bool load_cpu_backend() {
     const std::string dir = INLAY_LLAMACPP_LIB_DIR;
-    if (cpu_has_amx()) {
+    const char* no_amx = std::getenv("INLAY_LLAMACPP_NO_AMX");
+    if (cpu_has_amx() || (no_amx && std::string(no_amx) == "1")) {
         // Newest first; ggml refuses (score 0) a variant whose instructions the CPU lacks.
         for (const char* variant : {"zen4", "cooperlake", "cascadelake", "icelake", "skylakex", "cannonlake",
                                     "alderlake", "haswell", "sandybridge", "sse42", "x64"}) {
