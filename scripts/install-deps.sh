@@ -11,6 +11,10 @@ packages=(
   cargo rustc                       # the Rust binding's example and tests (examples/rust)
   clang libclang-rt-14-dev          # the libFuzzer targets (fuzz/, scripts/fuzz.sh)
 )
+# npm (and git) install llama.cpp's prebuilt libraries for the tests' cross-checks
+# (scripts/llamacpp-peer.sh); node and npm may come from outside Debian, hence the check.
+command -v npm > /dev/null || packages+=(nodejs npm)
+command -v git > /dev/null || packages+=(git)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

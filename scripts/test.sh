@@ -6,6 +6,9 @@
 #                                        only the tests whose ctest names match REGEX (and
 #                                        only their targets are built), e.g. the runtime's
 #                                        concurrency tests under ThreadSanitizer
+# At the end it prints how many tests skipped and why. With INLAY_TEST_NO_SKIP=1 (as CI
+# sets it) a test that lacks an input (testdata, llama.cpp's tools) fails instead; only a
+# missing device (no CUDA GPU) still skips.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 sanitize=""
@@ -31,13 +34,29 @@ else
   dir=build
   cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=Release -DINLAY_WERROR=ON
 fi
+# Every skip of the run appends a line to $dir/test-skips.log (tests/support/skip.h).
+skips="$dir/test-skips.log"
+rm -f "$skips"
+report_skips() {
+  local total=0 missing=0 device=0
+  if [ -f "$skips" ]; then
+    total=$(wc -l < "$skips")
+    missing=$(grep -c $'\tmissing\t' "$skips" || true)
+    device=$(grep -c $'\tno-device\t' "$skips" || true)
+  fi
+  echo "test.sh: $total skipped (a missing input: $missing, no device: $device)" \
+    "${INLAY_TEST_NO_SKIP:+[INLAY_TEST_NO_SKIP=$INLAY_TEST_NO_SKIP: a missing input fails instead]}"
+  [ "$total" -eq 0 ] || awk -F'\t' '{ printf "  %s (%s): %s\n", $1, $2, $3 }' "$skips"
+}
 if [ -n "$tests" ]; then
   # Each ctest NAME is built by the target test_NAME (see tests/CMakeLists.txt).
   mapfile -t names < <(ctest --test-dir "$dir" -N -R "$tests" | sed -n 's/^ *Test *#[0-9]*: //p')
   if [ "${#names[@]}" -eq 0 ]; then echo "no test matches '$tests'" >&2; exit 2; fi
   cmake --build "$dir" -j"$jobs" --target "${names[@]/#/test_}"
+  trap report_skips EXIT
   ctest --test-dir "$dir" --output-on-failure -j"$jobs" -R "$tests"
 else
   cmake --build "$dir" -j"$jobs"
+  trap report_skips EXIT
   ctest --test-dir "$dir" --output-on-failure -j"$jobs"
 fi

@@ -1,7 +1,8 @@
 /*
  * Helpers of the C ABI tests (C99). Each test is its own program: it exits 0 when all
  * checks pass, 1 when any fails (every failure is printed) and 77 when an input under
- * shared/testdata is absent (ctest reports it as skipped).
+ * shared/testdata is absent (ctest reports it as skipped; with INLAY_TEST_NO_SKIP=1 it
+ * exits 1 instead, see tests/support/skip.h).
  */
 #ifndef INLAY_TESTS_CAPI_TEST_H
 #define INLAY_TESTS_CAPI_TEST_H
@@ -11,6 +12,7 @@
 #include <string.h>
 
 #include "inlay/inlay.h"
+#include "support/skip.h"
 
 static inline int* capi_failure_count(void) {
     static int count;
@@ -59,7 +61,8 @@ static inline int capi_finish(const char* test) {
 }
 
 /* Writes the path of shared/testdata/`relative` into out (INLAY_SHARED_DIR from the
- * environment, else from the build) and exits with 77 (skip) if the file is absent. */
+ * environment, else from the build) and exits with 77 (skip) if the file is absent, or
+ * with 1 under INLAY_TEST_NO_SKIP=1. */
 static inline void capi_testdata(char* out, size_t capacity, const char* relative) {
     const char* dir = getenv("INLAY_SHARED_DIR");
     FILE* f;
@@ -70,7 +73,14 @@ static inline void capi_testdata(char* out, size_t capacity, const char* relativ
     }
     f = fopen(out, "rb");
     if (!f) {
-        printf("SKIPPED: %s is absent (set INLAY_SHARED_DIR)\n", out);
+        char why[4200];
+        snprintf(why, sizeof why, "%s is absent (set INLAY_SHARED_DIR)", out);
+        if (inlay_test_no_skip()) {
+            fprintf(stderr, "SKIPPED: %s (a failure: INLAY_TEST_NO_SKIP=1 forbids skipping)\n", why);
+            exit(1);
+        }
+        printf("SKIPPED: %s\n", why);
+        inlay_test_log_skip(INLAY_BINARY_DIR, INLAY_SKIP_MISSING, why);
         exit(77);
     }
     fclose(f);

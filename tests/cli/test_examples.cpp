@@ -22,8 +22,7 @@ namespace {
 #define REQUIRE_EXAMPLE_OR_SKIP(path)                                                      \
     do {                                                                                   \
         if (!std::filesystem::exists(path)) {                                              \
-            WARN("SKIPPED: " << (path).string() << " is not built (INLAY_EXAMPLES=OFF?)"); \
-            return;                                                                        \
+            INLAY_SKIP((path).string() + " is not built (INLAY_EXAMPLES=OFF?)");           \
         }                                                                                  \
     } while (0)
 

@@ -1,6 +1,6 @@
 // The shared GGUF fixtures: the tiny llama is a valid, deterministic model, and the
 // fixture encoders agree with the formats.md block definitions (float64 decode) and,
-// where /work/peer is present, byte for byte with llama.cpp's llama-quantize.
+// byte for byte with llama.cpp's quantizer (tools/llamacpp's llamacpp-quantize).
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -13,6 +13,7 @@
 #include "core/half.h"
 #include "io/gguf_reader.h"
 #include "support/gguf_fixtures.h"
+#include "support/llamacpp.h"
 #include "support/test_paths.h"
 
 using namespace inlay;
@@ -193,8 +194,8 @@ TEST_CASE("fixture encodings decode to the generated values (formats.md, float64
 }
 
 TEST_CASE("fixture quantization equals llama-quantize byte for byte", "[gguf][fixtures][peer]") {
-    const fs::path quantize = "/work/peer/native/build/bin/llama-quantize";
-    INLAY_REQUIRE_FILE_OR_SKIP(quantize);
+    INLAY_REQUIRE_LLAMACPP_OR_SKIP();
+    const fs::path quantize = llamacpp_tool("quantize");
     const fs::path dir = scratch_dir("gguf_fixture_quantize");
     TinyLlamaOptions o;
     o.n_embd = 128;

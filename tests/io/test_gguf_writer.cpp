@@ -1,6 +1,6 @@
 // GgufWriter: round trips through GgufFile, byte identity with an independent encoder
 // (GgufBytes) and with the real files in testdata, argument checks, and llama.cpp
-// reading what we write (skipped when /work/peer's tools are absent).
+// reading what we write (tools/llamacpp's tools on llama.cpp's libraries).
 #include <catch2/catch.hpp>
 
 #include <cstdlib>
@@ -16,6 +16,7 @@
 #include "io/gguf_reader.h"
 #include "io/gguf_writer.h"
 #include "support/gguf_fixtures.h"
+#include "support/llamacpp.h"
 #include "support/test_paths.h"
 
 using namespace inlay;
@@ -64,8 +65,6 @@ inlay_status status_of(const std::function<void()>& fn) {
     }
     return INLAY_OK;
 }
-
-fs::path peer_bin(const std::string& tool) { return fs::path("/work/peer/native/build/bin") / tool; }
 
 // Runs a command, returning its exit code and stdout (stderr to a file beside it).
 int run(const std::string& cmd, const fs::path& dir, std::string& out) {
@@ -254,11 +253,10 @@ TEST_CASE("re-writing every testdata GGUF reproduces it byte for byte", "[gguf][
 }
 
 TEST_CASE("llama.cpp reads what the writer writes", "[gguf][writer][peer]") {
-    const fs::path tokenize = peer_bin("llama-tokenize");
-    const fs::path logits = peer_bin("logits_dump");
+    INLAY_REQUIRE_LLAMACPP_OR_SKIP();
+    const fs::path tokenize = llamacpp_tool("tokenize");
+    const fs::path logits = llamacpp_tool("logits");
     const fs::path stories = test::testdata("models/stories260K.gguf");
-    INLAY_REQUIRE_FILE_OR_SKIP(tokenize);
-    INLAY_REQUIRE_FILE_OR_SKIP(logits);
     INLAY_REQUIRE_FILE_OR_SKIP(stories);
     const fs::path dir = scratch_dir("gguf_writer_peer");
 
@@ -274,9 +272,9 @@ TEST_CASE("llama.cpp reads what the writer writes", "[gguf][writer][peer]") {
     const fs::path rewritten = dir / "stories-reversed.gguf";
     w.write_file(rewritten.string());
     std::string ids_orig, ids_new, logits_orig, logits_new;
-    const std::string tok_args = " -p 'Once upon a time' --ids --log-disable";
-    REQUIRE(run("'" + tokenize.string() + "' -m '" + stories.string() + "'" + tok_args, dir, ids_orig) == 0);
-    REQUIRE(run("'" + tokenize.string() + "' -m '" + rewritten.string() + "'" + tok_args, dir, ids_new) == 0);
+    const std::string tok_args = " 'Once upon a time'";
+    REQUIRE(run("'" + tokenize.string() + "' '" + stories.string() + "'" + tok_args, dir, ids_orig) == 0);
+    REQUIRE(run("'" + tokenize.string() + "' '" + rewritten.string() + "'" + tok_args, dir, ids_new) == 0);
     INFO("ids: " << ids_orig);
     CHECK(ids_orig.find('[') != std::string::npos);
     CHECK(ids_new == ids_orig);

@@ -8,13 +8,18 @@
 
 #include <catch2/catch.hpp>
 #include <cstdio>
+#include <string>
+
+#include "support/skip.h"
 
 int main(int argc, char** argv) {
     int count = 0;
     const cudaError_t err = cudaGetDeviceCount(&count);
     if (err != cudaSuccess || count == 0) {
-        std::printf("no CUDA device: %s\n",
-                    err != cudaSuccess ? cudaGetErrorString(err) : "cudaGetDeviceCount found 0 devices");
+        const char* why = err != cudaSuccess ? cudaGetErrorString(err) : "cudaGetDeviceCount found 0 devices";
+        std::printf("no CUDA device: %s\n", why);
+        // A missing device stays a skip under INLAY_TEST_NO_SKIP=1 (support/skip.h).
+        inlay_test_log_skip(INLAY_BINARY_DIR, INLAY_SKIP_DEVICE, (std::string("no CUDA device: ") + why).c_str());
         return 77;
     }
     cudaDeviceProp prop{};

@@ -1,6 +1,6 @@
 // `inlay convert`: the tensor types it picks (llama.cpp's rules and fallbacks); that every
 // type it writes holds the folder's weights up to the type's rounding and loads in inlay
-// close to the source folder; and, where /work/peer's llama.cpp build is present, that
+// close to the source folder; and (tools/llamacpp's tools on llama.cpp's libraries) that
 // llama.cpp loads every file, tokenizes like inlay and computes the same logits as inlay
 // does on the same file and on the source folder's model with the file's weights.
 #include <fmt/format.h>
@@ -25,6 +25,7 @@
 #include "quant/quantize.h"
 #include "runtime/session.h"
 #include "support/safetensors_fixtures.h"
+#include "support/llamacpp.h"
 #include "support/test_paths.h"
 
 using namespace inlay;
@@ -52,11 +53,6 @@ int run(const std::string& cmd, const fs::path& dir, std::string& out) {
     return rc;
 }
 
-// llama.cpp's native tools: the build without AMX kernels (the older build dies with
-// SIGILL on quantized files on this machine).
-fs::path peer_bin(const std::string& tool) {
-    return fs::path("/work/peer/native/build-noamx/bin") / tool;
-}
 
 const ConvertType kAllTypes[] = {ConvertType::f32,  ConvertType::f16,  ConvertType::bf16,
                                  ConvertType::q8_0, ConvertType::q4_k, ConvertType::q1_0};
@@ -453,10 +449,9 @@ TEST_CASE("llama.cpp loads every converted file and agrees with inlay", "[conver
     // F32 (same_file_bound + activation_bound: llama.cpp rounds activations as inlay does
     // on the file). How far the file's weights are from the folder's is the type's own
     // rounding, bounded in the test case above; that difference is printed, not asserted.
-    const fs::path dump = peer_bin("logits_dump");
-    const fs::path tokenize = peer_bin("llama-tokenize");
-    INLAY_REQUIRE_FILE_OR_SKIP(dump);
-    INLAY_REQUIRE_FILE_OR_SKIP(tokenize);
+    INLAY_REQUIRE_LLAMACPP_OR_SKIP();
+    const fs::path dump = test::llamacpp_tool("logits");
+    const fs::path tokenize = test::llamacpp_tool("tokenize");
     std::vector<std::pair<std::string, TinyHfOptions>> models = {{"llama", r256("llama")}, {"qwen3", r256("qwen3")}};
     if (fs::exists(test::spm_source())) {
         auto o = r256("llama");
@@ -487,10 +482,9 @@ TEST_CASE("llama.cpp loads every converted file and agrees with inlay", "[conver
 
             // llama.cpp tokenizes the prompt as inlay's folder tokenizer does.
             std::string tok_out;
-            REQUIRE(run("'" + tokenize.string() + "' -m '" + out.string() +
-                            "' -p 'the cat was on the mat and you 12' --ids --log-disable",
-                        dir, tok_out) == 0);
-            INFO("llama-tokenize: " << tok_out);
+            REQUIRE(run("'" + tokenize.string() + "' '" + out.string() + "' 'the cat was on the mat and you 12'", dir,
+                        tok_out) == 0);
+            INFO("llamacpp-tokenize: " << tok_out);
             CHECK(tok_out.find(fmt::format("[{}]", fmt::join(tokens, ", "))) != std::string::npos);
 
             std::string json_text;

@@ -411,7 +411,7 @@ TEST_CASE("a folder and its converted f32 GGUF give the same logits and tokens",
         o.tokenizer = test::TinyTokenizer::spm;
         cases.push_back({"llama spm", o});
     } else {
-        WARN("SKIPPED the SentencePiece case: " << test::spm_source().string() << " is absent");
+        test::skip_missing("the SentencePiece case: " + test::spm_source().string() + " is absent");
     }
     for (const Case& c : cases) {
         INFO(c.name);

@@ -35,7 +35,7 @@ Stats compare_model(const std::string& name, Tolerance tol) {
     const auto path = test::testdata("llamacpp-refs/" + name + ".gguf");
     const auto ref_path = test::testdata("llamacpp-refs/" + name + ".ref.json");
     if (!std::filesystem::exists(path) || !std::filesystem::exists(ref_path)) {
-        WARN("SKIPPED: " << path.string() << " is absent (set INLAY_SHARED_DIR)");
+        test::skip_missing(path.string() + " is absent (set INLAY_SHARED_DIR)");
         return st;
     }
     std::ifstream in(ref_path);

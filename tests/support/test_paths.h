@@ -3,6 +3,7 @@
 
 #include <filesystem>
 #include <string>
+#include <vector>
 
 #include <catch2/catch.hpp>
 
@@ -20,14 +21,29 @@ std::filesystem::path source_dir();
 // The whole content of a file (binary); throws std::runtime_error when it cannot be opened.
 std::string read_file(const std::filesystem::path& path);
 
+// A test case that cannot run here because an input (testdata, a tool, a toolchain) is
+// missing: WARNs "SKIPPED: why" and counts the skip (support/skip.h); with
+// INLAY_TEST_NO_SKIP=1 (CI) it is a failure of the case instead, with the same message.
+// The caller stops the case (or the part that needs the input) after it.
+void skip_missing(const std::string& why);
+// The skips of this program so far, "test case: why" (defined and printed at the end by
+// catch_main.cpp).
+std::vector<std::string>& skipped_cases();
+
 }  // namespace inlay::test
 
-// Skips the rest of the current test case, with a visible message, when `path` does
-// not exist (shared/testdata is optional outside CI).
-#define INLAY_REQUIRE_FILE_OR_SKIP(path)                                                     \
-    do {                                                                                     \
-        if (!std::filesystem::exists(path)) {                                                \
-            WARN("SKIPPED: " << (path).string() << " is absent (set INLAY_SHARED_DIR)");     \
-            return;                                                                          \
-        }                                                                                    \
+// Skips the rest of the current test case (see skip_missing) with `why`.
+#define INLAY_SKIP(why)                    \
+    do {                                   \
+        ::inlay::test::skip_missing(why);  \
+        return;                            \
+    } while (0)
+
+// Skips the rest of the current test case when `path` does not exist (shared/testdata
+// is optional outside CI; CI sets INLAY_TEST_NO_SKIP=1, which makes this a failure).
+#define INLAY_REQUIRE_FILE_OR_SKIP(path)                                                       \
+    do {                                                                                       \
+        if (!std::filesystem::exists(path)) {                                                  \
+            INLAY_SKIP((path).string() + " is absent (set INLAY_SHARED_DIR)");                 \
+        }                                                                                      \
     } while (0)

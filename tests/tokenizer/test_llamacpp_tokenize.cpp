@@ -84,7 +84,7 @@ TEST_CASE("encode equals llama-tokenize on edge cases, with and without parse_sp
     const size_t n_strings = refs().at("strings").size();
     for (auto& [name, source] : sources()) {
         if (!std::filesystem::exists(source.path)) {
-            WARN("SKIPPED " << name << ": " << source.path.string() << " is absent");
+            inlay::test::skip_missing(name + ": " + source.path.string() + " is absent");
             continue;
         }
         SECTION(name) {
@@ -127,7 +127,9 @@ TEST_CASE("prompt tokens of every llamacpp-refs case", "[tokenizer][llamacpp]") 
     size_t files = 0;
     for (const auto& entry : std::filesystem::directory_iterator(dir)) {
         const std::string file = entry.path().filename().string();
-        if (!file.ends_with(".ref.json")) continue;
+        // The random r256 models' references are of these three prompts; the stories15M
+        // ones (their models are in models/) are of other prompts, not recorded in them.
+        if (!file.ends_with(".ref.json") || file.find("-r256-") == std::string::npos) continue;
         const auto gguf = entry.path().parent_path() / (file.substr(0, file.size() - 9) + ".gguf");
         INLAY_REQUIRE_FILE_OR_SKIP(gguf);
         const auto tok = tokenizer_from_gguf(test::gguf_metadata(gguf));

@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include "core/error.h"
+#include "support/llamacpp.h"
 #include "support/test_paths.h"
 #include "tokenizer/tokenizer.h"
 #include "tokenizer/tokenizer_test_util.h"
@@ -112,17 +113,15 @@ TEST_CASE("Qwen3 vocabulary (pre qwen2) matches the qwen2 vectors", "[tokenizer]
     CHECK(test::check_vocab_vectors(*tok, "ggml-vocab-qwen2.gguf") == 46);
 }
 
-// Optional: llama.cpp's own models/ directory (INLAY_LLAMACPP_MODELS) has the full
-// ggml-vocab-llama-bpe.gguf and ggml-vocab-qwen2.gguf that testdata lacks.
-TEST_CASE("llama.cpp models/ vocabularies match their vectors (INLAY_LLAMACPP_MODELS)", "[tokenizer][vectors]") {
-    const char* dir = std::getenv("INLAY_LLAMACPP_MODELS");
-    if (!dir) {
-        WARN("SKIPPED: set INLAY_LLAMACPP_MODELS to llama.cpp's models/ directory");
-        return;
-    }
+// llama.cpp's own models/ directory (from the source that tools/llamacpp's libraries were
+// built from; INLAY_LLAMACPP_MODELS overrides it) has the full ggml-vocab-llama-bpe.gguf
+// and ggml-vocab-qwen2.gguf that testdata lacks.
+TEST_CASE("llama.cpp models/ vocabularies match their vectors", "[tokenizer][vectors]") {
+    const std::filesystem::path dir = test::llamacpp_models_dir();
+    if (dir.empty()) INLAY_SKIP(test::llamacpp_missing());
     for (const std::string name : {"llama-spm", "phi-3", "gpt-2", "llama-bpe", "qwen2"}) {
-        const std::filesystem::path base = std::filesystem::path(dir) / ("ggml-vocab-" + name + ".gguf");
-        if (!std::filesystem::exists(base)) continue;
+        const std::filesystem::path base = dir / ("ggml-vocab-" + name + ".gguf");
+        INLAY_REQUIRE_FILE_OR_SKIP(base);
         const auto tok = tokenizer_from_gguf(test::gguf_metadata(base));
         const auto inputs = test::read_vocab_inputs(base.string() + ".inp");
         const auto expected = test::read_vocab_outputs(base.string() + ".out");
