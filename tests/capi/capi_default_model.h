@@ -69,41 +69,47 @@ static inline inlay_metrics capi_metrics(const inlay_model* model) {
     return m;
 }
 
-/* Watchdog: if capi_watchdog_stop is not called within `seconds`, the process prints
- * what it was doing and exits 1 (a deadlock is a failure, not a hang until ctest's
- * timeout). The limit is generous: it bounds a hang, it does not time the test. */
+/* Watchdog: if the test makes no progress for `seconds` (capi_watchdog_progress is not
+ * called, and capi_watchdog_stop neither), the process prints what it was doing and exits
+ * 1: a deadlock is a failure, not a hang until ctest's timeout. The limit is generous:
+ * it bounds a hang, it does not time the test. */
 typedef struct {
     pthread_mutex_t lock;
     pthread_cond_t cond;
     int stopped;
     int seconds;
+    unsigned long progress;
     const char* test;
     pthread_t thread;
 } CapiWatchdog;
 
 static inline CapiWatchdog* capi_watchdog(void) {
-    static CapiWatchdog w = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0, NULL, 0};
+    static CapiWatchdog w = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0, 0, NULL, 0};
     return &w;
 }
 
 static inline void* capi_watchdog_run(void* arg) {
     CapiWatchdog* w = capi_watchdog();
     struct timespec deadline;
-    int stopped;
+    unsigned long seen;
     (void)arg;
+    pthread_mutex_lock(&w->lock);
+    seen = w->progress;
     clock_gettime(CLOCK_REALTIME, &deadline);
     deadline.tv_sec += w->seconds;
-    pthread_mutex_lock(&w->lock);
-    while (!w->stopped)
-        if (pthread_cond_timedwait(&w->cond, &w->lock, &deadline) != 0) break;
-    stopped = w->stopped;
-    pthread_mutex_unlock(&w->lock);
-    if (!stopped) {
-        fprintf(stderr, "%s: no progress within %d s: deadlock (watchdog)\n", w->test,
-                w->seconds);
-        fflush(stderr);
-        _exit(1);
+    while (!w->stopped) {
+        const int timed_out = pthread_cond_timedwait(&w->cond, &w->lock, &deadline) != 0;
+        if (w->progress != seen) { /* progress: a new deadline */
+            seen = w->progress;
+            clock_gettime(CLOCK_REALTIME, &deadline);
+            deadline.tv_sec += w->seconds;
+        } else if (timed_out && !w->stopped) {
+            fprintf(stderr, "%s: no progress for %d s: deadlock (watchdog)\n", w->test, w->seconds);
+            fflush(stderr);
+            _exit(1);
+        }
     }
+    pthread_mutex_unlock(&w->lock);
     return NULL;
 }
 
@@ -116,6 +122,15 @@ static inline void capi_watchdog_start(const char* test, int seconds) {
         fprintf(stderr, "%s: cannot start the watchdog thread\n", test);
         exit(1);
     }
+}
+
+/* Called by a test when it completes a unit of work. */
+static inline void capi_watchdog_progress(void) {
+    CapiWatchdog* w = capi_watchdog();
+    pthread_mutex_lock(&w->lock);
+    ++w->progress;
+    pthread_cond_signal(&w->cond);
+    pthread_mutex_unlock(&w->lock);
 }
 
 static inline void capi_watchdog_stop(void) {

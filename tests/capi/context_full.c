@@ -124,6 +124,19 @@ int main(void) {
         CHECK_STATUS(inlay_session_reset(s), INLAY_OK);
         CHECK_STATUS(inlay_session_eval_logits(s, long_tokens, n_long, logits, n_long * (size_t)info.n_vocab), INLAY_OK);
         CHECK(capi_n_tokens(s) == n_long);
+        /* input that fills the context exactly: accepted, and no token past the limit
+         * (the history never exceeds the context: it could not be restored) */
+        {
+            int32_t fill[CONTEXT];
+            size_t k;
+            for (k = 0; k < CONTEXT - n_long; ++k) fill[k] = 100 + (int32_t)k;
+            CHECK_STATUS(inlay_session_generate_tokens(s, fill, CONTEXT - n_long, &lots, &r), INLAY_OK);
+            (void)inlay_result_tokens(r, &n);
+            CHECK(n == 0);
+            CHECK(inlay_result_stop_reason(r) == INLAY_STOP_CONTEXT_FULL);
+            CHECK(capi_n_tokens(s) == CONTEXT);
+            inlay_result_free(r);
+        }
     }
 
     free(logits);
