@@ -38,10 +38,12 @@ INLAY_API inlay_status inlay_model_load(const char* path, const inlay_model_para
             options.progress = [fn = p.progress, user = p.progress_user](float f) { return fn(f, user); };
         }
         require_arg(p.kv_budget_bytes >= 0, "inlay_model_load", "kv_budget_bytes must not be negative");
-        require_arg(p.kv_block_size >= 0 && p.kv_block_size <= 4096, "inlay_model_load",
-                    "kv_block_size must be in [0, 4096]");
-        require_arg(p.batch_tokens >= 0 && p.batch_tokens <= 65536, "inlay_model_load",
-                    "batch_tokens must be in [0, 65536]");
+        if (p.kv_block_size < 0 || p.kv_block_size > 4096)
+            inlay::fail(INLAY_ERR_INVALID_ARGUMENT, "inlay_model_load: kv_block_size is {}; it must be in [0, 4096]",
+                        p.kv_block_size);
+        if (p.batch_tokens < 0 || p.batch_tokens > 65536)
+            inlay::fail(INLAY_ERR_INVALID_ARGUMENT, "inlay_model_load: batch_tokens is {}; it must be in [0, 65536]",
+                        p.batch_tokens);
         require_arg(p.device >= INLAY_DEVICE_AUTO && p.device <= INLAY_DEVICE_CUDA, "inlay_model_load",
                     "device must be INLAY_DEVICE_AUTO, INLAY_DEVICE_CPU or INLAY_DEVICE_CUDA");
         require_arg(p.device_index >= 0 && p.device_index < 1024, "inlay_model_load", "device_index must be in [0, 1024)");

@@ -65,7 +65,9 @@ INLAY_API inlay_status inlay_kv_pool_create(const inlay_kv_pool_params* params, 
                     "budget_bytes and budget_blocks must not be negative");
         require_arg(p.budget_bytes > 0 || p.budget_blocks > 0, "inlay_kv_pool_create",
                     "budget_bytes or budget_blocks must be positive");
-        require_arg(p.block_size >= 1 && p.block_size <= 4096, "inlay_kv_pool_create", "block_size must be in [1, 4096]");
+        if (p.block_size < 1 || p.block_size > 4096)
+            inlay::fail(INLAY_ERR_INVALID_ARGUMENT, "inlay_kv_pool_create: block_size is {}; it must be in [1, 4096]",
+                        p.block_size);
         inlay::KvPoolOptions o;
         o.budget_bytes = p.budget_bytes;
         o.budget_blocks = p.budget_blocks;

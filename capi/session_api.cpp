@@ -133,7 +133,7 @@ INLAY_API inlay_status inlay_session_n_tokens(const inlay_session* session, size
     return guarded("inlay_session_n_tokens", [&] {
         require_arg(session != nullptr, "inlay_session_n_tokens", "session is NULL");
         require_arg(n_tokens != nullptr, "inlay_session_n_tokens", "n_tokens is NULL");
-        *n_tokens = session->session->history().size();
+        *n_tokens = session->session->n_tokens();
     });
 }
 

@@ -35,7 +35,11 @@
  *
  * Threading
  * - inlay_model is immutable once loaded and may be shared by any number of threads
- *   and sessions. Free it only after all of its sessions are freed.
+ *   and sessions. inlay_model_free may be called at any time, also while its sessions
+ *   exist and are inside calls on other threads: each session keeps what it needs of the
+ *   model alive (weights, engine, KV budget), and the model is released when its handle
+ *   and its last session are gone. The handle itself is invalid once freed (no call may
+ *   take it, session_create included); its sessions go on working (fork too).
  * - inlay_session is one conversation; use it from one thread at a time (a call made
  *   while another thread is inside the same session returns INLAY_ERR_BUSY).
  *   inlay_session_cancel is the exception: it may be called from any thread.
@@ -165,7 +169,10 @@ INLAY_API void inlay_model_params_init_size(inlay_model_params* params, size_t s
 #define inlay_model_params_init(params) inlay_model_params_init_size((params), sizeof *(params))
 
 /* Loads a GGUF model. The file is memory-mapped; weights stay on disk pages until
- * used. On success *out_model owns the model. */
+ * used. On success *out_model owns the model. A KV budget (from context_length,
+ * kv_budget_bytes or the pool) or a batch (batch_tokens) that needs more than the
+ * device's memory fails with INLAY_ERR_OUT_OF_MEMORY naming the sizes, before anything is
+ * allocated; out-of-range fields are INLAY_ERR_INVALID_ARGUMENT naming the value. */
 INLAY_API inlay_status inlay_model_load(const char* path, const inlay_model_params* params,
                                         inlay_model** out_model);
 INLAY_API void inlay_model_free(inlay_model* model);
@@ -304,7 +311,9 @@ INLAY_API void inlay_session_free(inlay_session* session);
 /* Forgets history and KV; the session can start a new conversation. */
 INLAY_API inlay_status inlay_session_reset(inlay_session* session);
 
-/* Number of tokens in the session's history (prompt and generated). */
+/* Number of tokens in the session's history (prompt and generated). INLAY_ERR_BUSY while
+ * a call runs on the session (from another thread or its own on_token): the history is
+ * changing then. */
 INLAY_API inlay_status inlay_session_n_tokens(const inlay_session* session, size_t* n_tokens);
 
 /* Requests that a running generate call on this session stop. Safe from any thread
@@ -364,8 +373,9 @@ typedef struct inlay_result inlay_result;
  * generates. With an empty history and add_bos, BOS starts the conversation. On
  * INLAY_OK and INLAY_ERR_CANCELLED, *out_result (if out_result is not NULL) holds what
  * was produced and must be freed; on other errors it is NULL. Reaching the context
- * length while generating is INLAY_OK with stop reason INLAY_STOP_CONTEXT_FULL; a prompt
- * that does not fit at all is INLAY_ERR_CONTEXT_FULL and changes nothing. When text was
+ * length while generating is INLAY_OK with stop reason INLAY_STOP_CONTEXT_FULL (so is a
+ * prompt that fills the context exactly: no token is generated); a prompt that does not
+ * fit at all is INLAY_ERR_CONTEXT_FULL and changes nothing. When text was
  * held back at the end (a partial stop-string match that did not complete, or bytes of an
  * unfinished character), on_token is called once more with token -1 and that text. */
 INLAY_API inlay_status inlay_session_generate(inlay_session* session, const char* prompt,

@@ -8,7 +8,8 @@
 // libinlay.so that has the same INLAY_ABI_VERSION.
 //
 // Threading is the C ABI's: a Model may be shared by threads and sessions; a Session is
-// used from one thread at a time, except cancel(). A Model must outlive its Sessions.
+// used from one thread at a time, except cancel(). Sessions keep their model alive, so a
+// Model may be destroyed before its Sessions (inlay.h, "Threading").
 //
 //     inlay::Model model = inlay::Model::load("model.gguf");
 //     inlay::Session session(model);
@@ -361,7 +362,7 @@ struct SessionOptions {
 
 class Session {
 public:
-    // context_length 0: the model's. The model must outlive the session.
+    // context_length 0: the model's. The session keeps the model alive.
     explicit Session(const Model& model, int32_t context_length = 0)
         : Session(model, SessionOptions{context_length}) {}
 

@@ -93,6 +93,18 @@ typename Decoder<B>::Workspace Decoder<B>::make_workspace(int64_t max_tokens, in
     ws.capacity = max_tokens;
     ws.logit_capacity = max_logit_rows;
     const int64_t wide = std::max({s.n_embd, s.q_dim(), s.n_ff});
+    // The activations below (the backend's scratch aside): an absurd batch size is refused
+    // before it is allocated, not found out by the allocator or the OOM killer.
+    const double floats =
+        static_cast<double>(max_tokens) *
+            static_cast<double>(2 * s.n_embd + wide + 2 * s.q_dim() + 2 * s.kv_dim() + 2 * s.n_ff) +
+        static_cast<double>(max_logit_rows) * static_cast<double>(2 * s.n_embd + s.n_vocab);
+    const size_t total = backend_.memory_info().total_bytes;
+    if (total > 0 && floats * sizeof(float) > static_cast<double>(total))
+        fail(INLAY_ERR_OUT_OF_MEMORY,
+             "a forward pass of {} tokens ({} logit rows) needs {:.0f} bytes of activations, more than the {} bytes "
+             "of memory of the device: lower the batch size",
+             max_tokens, max_logit_rows, floats * sizeof(float), total);
     ws.x = backend_.alloc(max_tokens * s.n_embd);
     ws.y = backend_.alloc(max_tokens * s.n_embd);
     ws.xn = backend_.alloc(max_tokens * wide);

@@ -51,7 +51,7 @@ ChatTurn prepare_chat_turn(Session& session, const ChatTemplate& chat_template,
         fail(INLAY_ERR_CONTEXT_FULL, "the conversation has {} tokens; the session's context is {}", turn.tokens.size(),
              session.context_length());
 
-    const std::vector<int32_t>& history = session.history();
+    const std::vector<int32_t> history = session.tokens();  // INLAY_ERR_BUSY during a call
     const size_t limit = std::min(history.size(), turn.tokens.size() - 1);  // keep one token to evaluate
     size_t common = 0;
     while (common < limit && history[common] == turn.tokens[common]) ++common;

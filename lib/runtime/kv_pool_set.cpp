@@ -25,7 +25,18 @@ int64_t kv_budget_blocks(const KvPoolOptions& o, size_t block_bytes) {
 
 std::shared_ptr<KvBlockPool> make_kv_pool(const Executor& executor, const KvPoolOptions& options) {
     const KvGeometry geometry = executor.kv_geometry(options.block_size, options.dtype);
-    const int64_t blocks = kv_budget_blocks(options, executor.kv_block_bytes(geometry));
+    const size_t block_bytes = executor.kv_block_bytes(geometry);
+    const int64_t blocks = kv_budget_blocks(options, block_bytes);
+    // The blocks are allocated now: a budget beyond the device's memory (an absurd context
+    // length or budget) is refused before trying, not found out by the allocator or the
+    // OOM killer.
+    const DeviceMemory memory = executor.memory_info();
+    const double bytes = static_cast<double>(blocks) * static_cast<double>(block_bytes);
+    if (memory.total_bytes > 0 && bytes > static_cast<double>(memory.total_bytes))
+        fail(INLAY_ERR_OUT_OF_MEMORY,
+             "a KV cache of {} blocks of {} bytes ({:.0f} bytes) exceeds the {} bytes of memory of {}: lower the "
+             "context length or the KV budget",
+             blocks, block_bytes, bytes, memory.total_bytes, executor.kv_device());
     return std::make_shared<KvBlockPool>(executor.new_kv_store(geometry, blocks));
 }
 

@@ -384,6 +384,10 @@ void Engine::apply_locked(std::vector<Entry>& plan) {
             end_locked(req, StopReason::none, INLAY_OK, "");
             continue;
         }
+        if (n_tokens >= seq.context_length_) {  // the input filled the context: no room for a token
+            end_locked(req, StopReason::context_full, INLAY_OK, "");
+            continue;
+        }
         int32_t token = -1;
         try {
             token = req.sampler_->sample(std::span<const float>(step_logits_.data() + e.row * n_vocab,

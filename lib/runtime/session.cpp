@@ -60,7 +60,7 @@ std::shared_ptr<Engine> make_default_engine(std::shared_ptr<const Model> model) 
 // at both ends, so a cancel only ever affects the call that is running.
 class Session::BusyGuard {
 public:
-    explicit BusyGuard(Session& s) : s_(s) {
+    explicit BusyGuard(const Session& s) : s_(s) {
         if (s_.busy_.exchange(true, std::memory_order_acq_rel))
             fail(INLAY_ERR_BUSY, "the session is already in use by another thread");
         s_.cancel_requested_.store(false, std::memory_order_release);
@@ -73,7 +73,7 @@ public:
     BusyGuard& operator=(const BusyGuard&) = delete;
 
 private:
-    Session& s_;
+    const Session& s_;
 };
 
 Session::Session(std::shared_ptr<Engine> engine, int64_t context_length) : engine_(std::move(engine)) {
@@ -97,6 +97,16 @@ Session::~Session() {
 }
 
 int64_t Session::n_cached() const { return engine_->n_cached(*sequence_); }
+
+size_t Session::n_tokens() const {
+    BusyGuard guard(*this);
+    return history().size();
+}
+
+std::vector<int32_t> Session::tokens() const {
+    BusyGuard guard(*this);
+    return history();
+}
 
 void Session::cancel() noexcept {
     // Only a running call may be cancelled; the guard clears the flag when it ends.
@@ -163,7 +173,7 @@ void Session::restore(const std::string& path) {
 std::vector<int32_t> Session::tokenize_input(std::string_view text, bool add_bos, bool parse_special) const {
     const Tokenizer& tok = model().tokenizer();
     std::vector<int32_t> ids;
-    if (history().empty() && add_bos && tok.add_bos() && tok.bos() >= 0) ids.push_back(tok.bos());
+    if (n_tokens() == 0 && add_bos && tok.add_bos() && tok.bos() >= 0) ids.push_back(tok.bos());
     const auto body = tok.encode(text, parse_special);
     ids.insert(ids.end(), body.begin(), body.end());
     return ids;

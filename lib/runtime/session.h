@@ -69,6 +69,12 @@ public:
     [[nodiscard]] const std::shared_ptr<Engine>& engine_ptr() const { return engine_; }
     // The conversation so far. Not to be read while a call on this session runs.
     [[nodiscard]] const std::vector<int32_t>& history() const { return sequence_->tokens(); }
+    // The same for callers that may race with a call on this session (another thread, or
+    // a callback inside the call): INLAY_ERR_BUSY while a call runs, since the history is
+    // then being written by the engine. While these read, a call made on the session
+    // returns INLAY_ERR_BUSY.
+    [[nodiscard]] size_t n_tokens() const;
+    [[nodiscard]] std::vector<int32_t> tokens() const;
     [[nodiscard]] int64_t context_length() const { return context_length_; }
     [[nodiscard]] int64_t n_cached() const;
 
@@ -115,8 +121,8 @@ private:
     std::shared_ptr<Engine> engine_;
     int64_t context_length_;
     Sequence* sequence_ = nullptr;  // owned by the engine; closed in the destructor
-    std::atomic<bool> busy_{false};
-    std::atomic<bool> cancel_requested_{false};
+    mutable std::atomic<bool> busy_{false};  // mutable: the const readers above claim it too
+    mutable std::atomic<bool> cancel_requested_{false};
     std::mutex request_mutex_;      // guards current_ against cancel() from other threads
     std::shared_ptr<Request> current_;
     mutable std::mutex stats_mutex_;

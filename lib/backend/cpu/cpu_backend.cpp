@@ -143,7 +143,9 @@ void CpuBackend::KvStorage::resize(int64_t n_blocks) {
     while (blocks_.size() < n) {
         // Zero-filled so that a slot read before it is written is 0, not garbage.
         std::unique_ptr<std::byte[], FreeBlock> block(static_cast<std::byte*>(std::calloc(1, block_bytes_)));
-        if (!block) fail(INLAY_ERR_KV_FULL, "out of memory for KV block ({} bytes)", block_bytes_);
+        if (!block)
+            fail(INLAY_ERR_OUT_OF_MEMORY, "out of memory for KV block {} of {} ({} bytes each)", blocks_.size(), n,
+                 block_bytes_);
         blocks_.push_back(std::move(block));
     }
 }
