@@ -16,10 +16,7 @@
 __attribute__((weak)) const char* inlay_test_skip_reason() { return nullptr; }
 
 namespace inlay::test {
-std::vector<std::string>& skipped_cases() {
-    static std::vector<std::string> list;
-    return list;
-}
+std::vector<std::string>& skipped_cases();  // skipped_cases.cpp
 }  // namespace inlay::test
 
 int main(int argc, char** argv) {

@@ -3,9 +3,6 @@
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
-#include <vector>
-
-#include "support/skip.h"
 
 namespace inlay::test {
 
@@ -40,17 +37,6 @@ std::filesystem::path scratch_dir(const std::string& name) {
     std::filesystem::remove_all(dir);
     std::filesystem::create_directories(dir);
     return dir;
-}
-
-void skip_missing(const std::string& why) {
-    if (inlay_test_no_skip()) {
-        FAIL_CHECK("SKIPPED: " << why << " (a failure: INLAY_TEST_NO_SKIP=1 forbids skipping)");
-        return;
-    }
-    WARN("SKIPPED: " << why);
-    const std::string entry = Catch::getResultCapture().getCurrentTestName() + ": " + why;
-    skipped_cases().push_back(entry);
-    inlay_test_log_skip(binary_dir().c_str(), INLAY_SKIP_MISSING, entry.c_str());
 }
 
 }  // namespace inlay::test
