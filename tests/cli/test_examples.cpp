@@ -1,5 +1,7 @@
 // The examples (built with INLAY_EXAMPLES=ON): simple.c streams the same greedy text
-// as `inlay generate`; chat.cpp's second turn only processes its new tokens.
+// as `inlay generate`; chat.cpp's second turn only processes its new tokens; demo.c
+// goes through every step of its tour (errors, progress, streaming, a cancel from
+// another thread, a chat through the default model's own template, device fallback).
 #include <filesystem>
 #include <array>
 #include <cstdio>
@@ -25,6 +27,36 @@ namespace {
             INLAY_SKIP((path).string() + " is not built (INLAY_EXAMPLES=OFF?)");           \
         }                                                                                  \
     } while (0)
+
+void check_demo(const std::filesystem::path& demo) {
+    const auto model = inlay::test::source_dir() / "models" / "default-q8_0.gguf";
+    const auto r = run_process(demo, {model.string(), "cpu"});
+    INFO("stdout:\n" << r.out << "\nstderr:\n" << r.err);
+    REQUIRE(r.exit_code == 0);
+    CHECK(r.out.find("INLAY_ERR_IO: cannot open 'no/such/model.gguf'") != std::string::npos);
+    CHECK(r.err.find("] 100%") != std::string::npos);  // the progress bar's last state
+    CHECK(r.out.find("on cpu") != std::string::npos);
+    // The streamed greedy text is `inlay generate`'s.
+    const auto cli = run_process(inlay::test::inlay_tool(),
+                                 {"generate", "-m", model.string(), "-p", "You will", "--temp", "0", "-n", "48", "--json"});
+    REQUIRE(cli.exit_code == 0);
+    const std::string text = nlohmann::json::parse(cli.out)["text"];
+    CHECK(r.out.find("== streaming (greedy)\n" + text + "\n  [stop: ") != std::string::npos);
+    CHECK(r.out.find("[stop: cancelled after 5 of at most 200 tokens]") != std::string::npos);
+    // Two chat turns; the second processes only what the session lacked.
+    CHECK(r.out.find("  user: And what about money?") != std::string::npos);
+    CHECK(r.out.find("this turn processed") != std::string::npos);
+
+    // A device that cannot serve here is reported, then the CPU is used.
+    const auto cuda = run_process(demo, {model.string(), "cuda"});
+    CHECK(cuda.exit_code == 0);
+    if (cuda.out.find("on cuda") == std::string::npos) {
+        CHECK(cuda.err.find("INLAY_ERR_UNSUPPORTED") != std::string::npos);
+        CHECK(cuda.out.find("on cpu") != std::string::npos);
+    }
+    CHECK(run_process(demo, {model.string(), "gpu"}).exit_code == 2);
+    CHECK(run_process(demo, {}).exit_code == 2);
+}
 
 }  // namespace
 
@@ -87,4 +119,14 @@ TEST_CASE("examples/chat: the second turn only processes the new tokens", "[cli]
     const auto missing = run_process(chat, {"/nonexistent/model.gguf"});
     CHECK(missing.exit_code == 1);
     CHECK(missing.err.find("INLAY_ERR_IO") != std::string::npos);
+}
+
+// demo (C) and demo_cpp (C++, inlay.hpp) take the same tour and print the same report.
+TEST_CASE("examples/demo and demo_cpp: errors, progress, streaming, cancel, chat and the device", "[cli][examples]") {
+    for (const char* name : {"demo", "demo_cpp"}) {
+        INFO(name);
+        const auto demo = binary_dir() / "examples" / name;
+        REQUIRE_EXAMPLE_OR_SKIP(demo);
+        check_demo(demo);
+    }
 }
