@@ -61,6 +61,18 @@ void write_file(const std::filesystem::path& path, std::string_view bytes) {
     if (!out) finding("write_file", "cannot write " + path.string());
 }
 
+test::TinyLlamaOptions tiny_model_options() {
+    test::TinyLlamaOptions o;
+    o.n_vocab = 260;
+    o.n_embd = 32;
+    o.n_layers = 1;
+    o.n_heads = 4;
+    o.n_kv_heads = 2;
+    o.n_ff = 64;
+    o.context = 64;
+    return o;
+}
+
 std::string to_string(std::span<const std::byte> bytes) {
     return {reinterpret_cast<const char*>(bytes.data()), bytes.size()};
 }

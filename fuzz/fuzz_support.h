@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "support/gguf_fixtures.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size);
 
@@ -61,5 +62,9 @@ const std::filesystem::path& scratch_dir();
 // Writes `bytes` to `path` (replacing it).
 void write_file(const std::filesystem::path& path, std::string_view bytes);
 std::string to_string(std::span<const std::byte> bytes);
+
+// The tiny Llama shape of the model-level targets (gguf's seeds, session_file's model):
+// small enough for many executions per second, every part of a model still present.
+test::TinyLlamaOptions tiny_model_options();
 
 }  // namespace inlay::fuzz

@@ -16,14 +16,7 @@ namespace inlay::fuzz {
 std::vector<Seed> seeds() {
     std::vector<Seed> out;
     auto tiny = [](DType type, bool tied) {
-        test::TinyLlamaOptions o;
-        o.n_vocab = 260;
-        o.n_embd = 32;
-        o.n_layers = 1;
-        o.n_heads = 4;
-        o.n_kv_heads = 2;
-        o.n_ff = 64;
-        o.context = 64;
+        test::TinyLlamaOptions o = tiny_model_options();
         o.weight_type = type;
         o.tied_output = tied;
         return to_string(test::make_tiny_llama_gguf(o));

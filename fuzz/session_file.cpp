@@ -25,14 +25,7 @@ struct Fixture {
     inlay_session* session = nullptr;
 
     Fixture() {
-        test::TinyLlamaOptions o;
-        o.n_vocab = 260;
-        o.n_embd = 32;
-        o.n_layers = 1;
-        o.n_heads = 4;
-        o.n_kv_heads = 2;
-        o.n_ff = 64;
-        o.context = 64;
+        test::TinyLlamaOptions o = tiny_model_options();
         const auto path = scratch_dir() / "tiny.gguf";
         write_file(path, to_string(test::make_tiny_llama_gguf(o)));
         inlay_model_params mp;
