@@ -127,6 +127,8 @@ int register_all() {
             ->Args({576, 1536, 1})
             ->Args({576, 1536, 4})
             ->Args({576, 1536, 16})
+            ->Args({576, 1536, 128})
+            ->Args({3072, 1024, 128})
             ->Unit(benchmark::kMicrosecond);
     }
     for (DType t : {DType::Q8_0, DType::Q8_1, DType::Q8_K, DType::F16, DType::BF16}) {
