@@ -117,6 +117,7 @@ int register_all() {
         benchmark::RegisterBenchmark(("vec_dot_rows/" + name).c_str(), bm_vec_dot_rows, t, false)
             ->Args({576, 1536})
             ->Args({4096, 4096})
+            ->Args({151936, 1024})
             ->Unit(benchmark::kMicrosecond);
         benchmark::RegisterBenchmark(("vec_dot_rows_reference/" + name).c_str(), bm_vec_dot_rows, t, true)
             ->Args({576, 1536})
