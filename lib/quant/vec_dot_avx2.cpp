@@ -3,9 +3,8 @@
 // (maddubs/madd, or VNNI's dpbusd when the build has AVX512-VNNI) and apply the float
 // scales once per block in the order of the scalar reference kernels (llama.cpp's x86
 // kernels' order, except Q8_0: see vec_dot_reference.cpp), so they equal those bitwise.
-// Float types keep four independent
-// accumulators per row (hiding FMA latency) and differ from the reference in the order
-// of the additions.
+// Float types keep one or two
+// accumulators per row and differ from the reference in the order of the additions.
 //
 // Every kernel is a row-group template: R weight rows share each activation load. A
 // row's arithmetic is the same whatever R is, so vec_dot_rows equals single-row calls
@@ -33,8 +32,10 @@ void dot_float(int64_t n, float* result, const uint8_t* w, size_t stride, const 
     using Elem = typename E::type;
     // F32 keeps one 8-lane accumulator per row, as llama.cpp's tinyBLAS does for f32
     // weights (batch and single token alike), so our sums round like the reference; the
-    // 16-bit types read half the bytes per FMA and need four to hide the FMA latency.
-    constexpr int U = T == DType::F32 ? 1 : 4;
+    // 16-bit types keep two (elements 16k..16k+7 and 16k+8..16k+15): one 16-lane
+    // accumulator per (row, token) pair in the 512-bit tile kernels, which is what lets
+    // those keep 24 pairs in registers.
+    constexpr int U = T == DType::F32 ? 1 : 2;
     const auto* x = static_cast<const Elem*>(x_row);
     const Elem* wr[R];
     __m256 acc[R][U];
@@ -56,7 +57,7 @@ void dot_float(int64_t n, float* result, const uint8_t* w, size_t stride, const 
     }
     for (int r = 0; r < R; ++r) {
         __m256 total = acc[r][0];
-        if constexpr (U == 4) total = _mm256_add_ps(_mm256_add_ps(acc[r][0], acc[r][1]), _mm256_add_ps(acc[r][2], acc[r][3]));
+        if constexpr (U == 2) total = _mm256_add_ps(acc[r][0], acc[r][1]);
         float sum = hsum(total);
         for (int64_t j = i; j < n; ++j) sum += E::scalar(wr[r][j]) * E::scalar(x[j]);
         result[r] = sum;

@@ -25,7 +25,7 @@ using namespace avx2;
 // ---------------------------------------------------------------- float types
 
 // dot_float's arithmetic per pair: U accumulators over chunks of 8 * U, then chunks of
-// 8 into the first, ((a0 + a1) + (a2 + a3)), hsum, a scalar tail.
+// 8 into the first, (a0 + a1), hsum, a scalar tail.
 template <DType Type>
 struct FloatTile {
     template <int R, int T>
@@ -33,7 +33,7 @@ struct FloatTile {
                     const uint8_t* x, size_t x_stride) {
         using E = FloatElem<Type>;
         using Elem = typename E::type;
-        constexpr int U = Type == DType::F32 ? 1 : 4;
+        constexpr int U = Type == DType::F32 ? 1 : 2;
         const Elem* wr[R];
         const Elem* xr[T];
         for (int r = 0; r < R; ++r) wr[r] = row_as<Elem>(w, w_stride, r);
@@ -64,9 +64,7 @@ struct FloatTile {
         for (int r = 0; r < R; ++r) {
             for (int t = 0; t < T; ++t) {
                 __m256 total = acc[r][t][0];
-                if constexpr (U == 4)
-                    total = _mm256_add_ps(_mm256_add_ps(acc[r][t][0], acc[r][t][1]),
-                                          _mm256_add_ps(acc[r][t][2], acc[r][t][3]));
+                if constexpr (U == 2) total = _mm256_add_ps(acc[r][t][0], acc[r][t][1]);
                 float sum = hsum(total);
                 for (int64_t j = i; j < n; ++j) sum += E::scalar(wr[r][j]) * E::scalar(xr[t][j]);
                 result[static_cast<size_t>(t) * result_stride + static_cast<size_t>(r)] = sum;

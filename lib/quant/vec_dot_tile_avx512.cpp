@@ -7,8 +7,8 @@
 // stay bitwise equal to vec_dot_kernel's:
 //   32-element blocks: the low half is token 2p's lanes, the high half token 2p+1's, for
 //     one weight row (the row's block broadcast to both halves);
-//   F16 / BF16: one vector is two of the row kernel's four accumulators (elements
-//     i..i+7 and i+8..i+15 of a chunk of 32).
+//   F16 / BF16: one vector is the row kernel's two accumulators (elements i..i+7 and
+//     i+8..i+15 of a chunk of 16).
 #include "quant/kernels.h"
 
 #if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__) && defined(__AVX512DQ__) && \
@@ -44,8 +44,10 @@ struct Wide16<DType::BF16> {
     }
 };
 
-// dot_float<F16 / BF16>'s arithmetic per pair: acc[0] holds its accumulators 0 and 1,
-// acc[1] accumulators 2 and 3; chunks of 8 go into accumulator 0 (masked low half).
+// dot_float<F16 / BF16>'s arithmetic per pair: its two 8-lane accumulators are the two
+// halves of one vector (elements 16k..16k+15 of each chunk); a last chunk of 8 goes into
+// the low half (masked). One vector per pair leaves registers for 4 x 6 pairs, so each
+// widened weight chunk serves 6 tokens and each activation chunk 4 rows.
 template <DType Type>
 struct FloatTile512 {
     template <int R, int T>
@@ -56,33 +58,30 @@ struct FloatTile512 {
         const uint16_t* xr[T];
         for (int r = 0; r < R; ++r) wr[r] = row_as<uint16_t>(w, w_stride, r);
         for (int t = 0; t < T; ++t) xr[t] = row_as<uint16_t>(x, x_stride, t);
-        __m512 acc[R][T][2];
+        __m512 acc[R][T];
         for (int r = 0; r < R; ++r)
-            for (int t = 0; t < T; ++t) acc[r][t][0] = acc[r][t][1] = _mm512_setzero_ps();
+            for (int t = 0; t < T; ++t) acc[r][t] = _mm512_setzero_ps();
         int64_t i = 0;
-        for (; i + 32 <= n; i += 32) {
-            for (int h = 0; h < 2; ++h) {
-                __m512 wv[R];
-                for (int r = 0; r < R; ++r) wv[r] = Wide16<Type>::load(wr[r] + i + 16 * h);
-                for (int t = 0; t < T; ++t) {
-                    const __m512 xv = Wide16<Type>::load(xr[t] + i + 16 * h);
-                    for (int r = 0; r < R; ++r) acc[r][t][h] = _mm512_fmadd_ps(wv[r], xv, acc[r][t][h]);
-                }
+        for (; i + 16 <= n; i += 16) {
+            __m512 wv[R];
+            for (int r = 0; r < R; ++r) wv[r] = Wide16<Type>::load(wr[r] + i);
+            for (int t = 0; t < T; ++t) {
+                const __m512 xv = Wide16<Type>::load(xr[t] + i);
+                for (int r = 0; r < R; ++r) acc[r][t] = _mm512_fmadd_ps(wv[r], xv, acc[r][t]);
             }
         }
         for (; i + 8 <= n; i += 8) {
             for (int t = 0; t < T; ++t) {
                 const __m512 xv = _mm512_castps256_ps512(E::load(xr[t] + i));
                 for (int r = 0; r < R; ++r)
-                    acc[r][t][0] = _mm512_mask3_fmadd_ps(_mm512_castps256_ps512(E::load(wr[r] + i)), xv, acc[r][t][0],
-                                                         0x00ff);
+                    acc[r][t] =
+                        _mm512_mask3_fmadd_ps(_mm512_castps256_ps512(E::load(wr[r] + i)), xv, acc[r][t], 0x00ff);
             }
         }
         for (int r = 0; r < R; ++r) {
             for (int t = 0; t < T; ++t) {
-                const __m256 a0 = _mm512_castps512_ps256(acc[r][t][0]), a1 = _mm512_extractf32x8_ps(acc[r][t][0], 1);
-                const __m256 a2 = _mm512_castps512_ps256(acc[r][t][1]), a3 = _mm512_extractf32x8_ps(acc[r][t][1], 1);
-                float sum = hsum(_mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)));
+                const __m256 a0 = _mm512_castps512_ps256(acc[r][t]), a1 = _mm512_extractf32x8_ps(acc[r][t], 1);
+                float sum = hsum(_mm256_add_ps(a0, a1));
                 for (int64_t j = i; j < n; ++j) sum += E::scalar(wr[r][j]) * E::scalar(xr[t][j]);
                 result[static_cast<size_t>(t) * result_stride + static_cast<size_t>(r)] = sum;
             }
@@ -177,8 +176,8 @@ struct Block32Tile512 {
 
 VecDotTileFn avx512_tile_kernel(DType weight) {
     switch (weight) {
-        case DType::F16: return tiles<FloatTile512<DType::F16>, 4, 3>;
-        case DType::BF16: return tiles<FloatTile512<DType::BF16>, 4, 3>;
+        case DType::F16: return tiles<FloatTile512<DType::F16>, 4, 6>;
+        case DType::BF16: return tiles<FloatTile512<DType::BF16>, 4, 6>;
         case DType::Q5_0: return tiles<Block32Tile512<BlockQ5_0>, 4, 4>;
         case DType::Q4_1: return tiles<Block32Tile512<BlockQ4_1>, 4, 4>;
         case DType::Q5_1: return tiles<Block32Tile512<BlockQ5_1>, 4, 4>;
