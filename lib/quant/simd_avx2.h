@@ -86,11 +86,12 @@ inline __m256i pack_i32_to_i8(__m256i a, __m256i b, __m256i c, __m256i d) {
 // end of a matrix is harmless.
 inline constexpr size_t kPrefetchBytes = 8192;
 
-// Prefetches the `Bytes` bytes at p + kPrefetchBytes (every cache line they touch).
+// Prefetches the `Bytes` bytes at p + kPrefetchBytes (every cache line they touch). The
+// address is computed as an integer: it may lie past the end of the matrix.
 template <size_t Bytes>
 inline void prefetch_ahead(const void* p) {
-    const auto* c = static_cast<const char*>(p) + kPrefetchBytes;
-    for (size_t o = 0; o < Bytes; o += 64) _mm_prefetch(c + o, _MM_HINT_T0);
+    const uintptr_t ahead = reinterpret_cast<uintptr_t>(p) + kPrefetchBytes;
+    for (size_t o = 0; o < Bytes; o += 64) _mm_prefetch(reinterpret_cast<const char*>(ahead + o), _MM_HINT_T0);
 }
 
 inline uint32_t load_u32(const void* p) {
