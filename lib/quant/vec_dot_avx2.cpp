@@ -98,22 +98,59 @@ void dot_block32(int64_t n, float* result, const uint8_t* w, size_t stride, cons
 
 // Q4_0 and Q8_0 against Q8_0 in block-sum order (see vec_dot_reference.cpp): per row one
 // float, fused with each block's whole integer dot and scale. Eight rows keep their
-// floats in the lanes of one vector; a single row uses the scalar fma, which rounds the
-// same way.
+// floats in the lanes of one vector; a single row (dot_block_sums_row) uses the scalar
+// fma, which rounds the same way.
+// One row: the same fused scalar sum, with the horizontal sums of eight consecutive
+// blocks done together (sum_lanes8) and their eight scales in one multiply; the eight
+// fmas then run in block order, so the result is bitwise the R == 8 kernel's for its row.
+template <class Block>
+void dot_block_sums_row(int64_t n, float* result, const uint8_t* w, const void* x_row) {
+    const auto* x = static_cast<const BlockQ8_0*>(x_row);
+    const auto* wr = reinterpret_cast<const Block*>(w);
+    const int64_t n_blocks = n / kQK8_0;
+    float acc = 0.0f;
+    int64_t b = 0;
+    for (; b + 8 <= n_blocks; b += 8) {
+        prefetch_ahead<8 * sizeof(Block)>(wr + b);
+        __m256i p[8];
+        for (int k = 0; k < 8; ++k) {
+            const __m256i xq = load32(x[b + k].qs);
+            p[k] = Block32<Block>::dot(wr[b + k], xq, offset_start<Block>(xq));
+        }
+        const auto d16 = [](const auto* blocks) {
+            return _mm256_cvtph_ps(_mm_setr_epi16(
+                static_cast<int16_t>(blocks[0].d), static_cast<int16_t>(blocks[1].d), static_cast<int16_t>(blocks[2].d),
+                static_cast<int16_t>(blocks[3].d), static_cast<int16_t>(blocks[4].d), static_cast<int16_t>(blocks[5].d),
+                static_cast<int16_t>(blocks[6].d), static_cast<int16_t>(blocks[7].d)));
+        };
+        alignas(32) float sums[8], scales[8];
+        _mm256_store_ps(sums, _mm256_cvtepi32_ps(sum_lanes8(p)));
+        _mm256_store_ps(scales, _mm256_mul_ps(d16(wr + b), d16(x + b)));
+        for (int k = 0; k < 8; ++k) acc = std::fma(sums[k], scales[k], acc);
+    }
+    for (; b < n_blocks; ++b) {
+        const __m256i xq = load32(x[b].qs);
+        const int32_t sumi = hsum(Block32<Block>::dot(wr[b], xq, offset_start<Block>(xq)));
+        acc = std::fma(static_cast<float>(sumi), f16_to_f32(wr[b].d) * f16_to_f32(x[b].d), acc);
+    }
+    result[0] = acc;
+}
+
 template <class Block, int R>
 void dot_block_sums(int64_t n, float* result, const uint8_t* w, size_t stride, const void* x_row) {
     static_assert(R == 1 || R == 8);
-    const auto* x = static_cast<const BlockQ8_0*>(x_row);
-    const Block* wr[R];
-    for (int r = 0; r < R; ++r) wr[r] = row_as<Block>(w, stride, r);
-    __m256 acc8 = _mm256_setzero_ps();
-    float acc1 = 0.0f;
-    for (int64_t b = 0; b < n / kQK8_0; ++b) {
-        const __m256i xq = load32(x[b].qs);
-        const __m256i start = offset_start<Block>(xq);
-        const float dx = f16_to_f32(x[b].d);
-        for (int r = 0; r < R; ++r) prefetch_ahead<sizeof(Block)>(wr[r] + b);
-        if constexpr (R == 8) {
+    if constexpr (R == 1) {
+        dot_block_sums_row<Block>(n, result, w, x_row);
+    } else {
+        const auto* x = static_cast<const BlockQ8_0*>(x_row);
+        const Block* wr[8];
+        for (int r = 0; r < 8; ++r) wr[r] = row_as<Block>(w, stride, r);
+        __m256 acc8 = _mm256_setzero_ps();
+        for (int64_t b = 0; b < n / kQK8_0; ++b) {
+            const __m256i xq = load32(x[b].qs);
+            const __m256i start = offset_start<Block>(xq);
+            const float dx = f16_to_f32(x[b].d);
+            for (int r = 0; r < 8; ++r) prefetch_ahead<sizeof(Block)>(wr[r] + b);
             __m256i p[8];
             for (int r = 0; r < 8; ++r) p[r] = Block32<Block>::dot(wr[r][b], xq, start);
             const __m128i dw16 = _mm_setr_epi16(static_cast<int16_t>(wr[0][b].d), static_cast<int16_t>(wr[1][b].d),
@@ -122,13 +159,9 @@ void dot_block_sums(int64_t n, float* result, const uint8_t* w, size_t stride, c
                                                 static_cast<int16_t>(wr[6][b].d), static_cast<int16_t>(wr[7][b].d));
             const __m256 scale = _mm256_mul_ps(_mm256_cvtph_ps(dw16), _mm256_set1_ps(dx));
             acc8 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum_lanes8(p)), scale, acc8);
-        } else {
-            const int32_t sumi = hsum(Block32<Block>::dot(wr[0][b], xq, start));
-            acc1 = std::fma(static_cast<float>(sumi), f16_to_f32(wr[0][b].d) * dx, acc1);
         }
+        _mm256_storeu_ps(result, acc8);
     }
-    if constexpr (R == 8) _mm256_storeu_ps(result, acc8);
-    else result[0] = acc1;
 }
 
 // The 32 bytes {0, 2} of sub-block K of a Q1_0 block's sign bits. With AVX512BW the
@@ -220,10 +253,11 @@ VecDotFn avx2_kernel(DType weight) {
 // Row counts per group. Decoding streams every weight once from DRAM, and there one row
 // at a time beats groups that read several rows side by side: measured on the 2-core
 // EPYC (bench_kernels vec_dot_rows, 151936 x 1024, one thread), F16 8.4 -> 15 GB/s,
-// BF16 7.0 -> 13.7, Q8_0 7.2 -> 10.5-13, Q5_0 7.1 -> 9.5-10, and end to end SmolLM2-135M
-// F16 decode 21 -> 47-78 tokens/s. Q4_0 and Q1_0 keep their groups: their single-row
-// kernels are bound by arithmetic (a horizontal sum per block; a 1-bit unpack) and lose
-// more than the memory side gains. F32 keeps two (no difference beyond the noise).
+// BF16 7.0 -> 13.7, Q8_0 7.2 -> 13.2-13.7 (its single row sums eight blocks' lanes at
+// once), Q5_0 7.1 -> 9.5-10, and end to end SmolLM2-135M F16 decode 21 -> 47-78 tokens/s.
+// Q4_0 and Q1_0 keep their groups: their single-row kernels are bound by arithmetic
+// (nibble unpacking; 1-bit expansion) and lose more than the memory side gains. F32 keeps
+// two (no difference beyond the noise).
 VecDotRowsFn avx2_rows_kernel(DType weight) {
     switch (weight) {
         case DType::F32: return row_groups<2, dot_float<DType::F32, 2>, dot_float<DType::F32, 1>>;
