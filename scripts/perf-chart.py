@@ -21,7 +21,8 @@ INLAY_COLOR = "#2b6cb0"
 LLAMA_COLOR = "#dd8452"
 ROOF_COLOR = "#222222"
 
-PANEL_W, PANEL_H = 420, 220
+PANEL_W, PANEL_H = 420, 220  # PANEL_W at least: a panel widens to give each test GROUP_W
+GROUP_W = 90
 MARGIN_L, MARGIN_R, MARGIN_T, MARGIN_B = 70, 20, 40, 50
 TITLE_H, LEGEND_H = 60, 30
 
@@ -60,10 +61,10 @@ def fmt_tick(v):
     return f"{v:g}" if v < 1e4 else f"{v / 1e3:g}k"
 
 
-def panel(x0, y0, title, rows, membw):
-    """One panel: grouped bars for `rows` (name, inlay test, llama test)."""
+def panel(x0, y0, width, title, rows, membw):
+    """One panel `width` wide: grouped bars for `rows` (name, inlay test, llama test)."""
     out = []
-    w, h = PANEL_W - MARGIN_L - MARGIN_R, PANEL_H - MARGIN_T - MARGIN_B
+    w, h = width - MARGIN_L - MARGIN_R, PANEL_H - MARGIN_T - MARGIN_B
     left, top = x0 + MARGIN_L, y0 + MARGIN_T
     values = []
     for _, it, lt in rows:
@@ -75,7 +76,7 @@ def panel(x0, y0, title, rows, membw):
     ticks = nice_ticks(max(values) if values else 1)
     ymax = ticks[-1]
     y = lambda v: top + h - (v / ymax) * h
-    out.append(f'<text x="{x0 + PANEL_W / 2}" y="{y0 + 22}" text-anchor="middle" font-size="14" '
+    out.append(f'<text x="{x0 + width / 2}" y="{y0 + 22}" text-anchor="middle" font-size="14" '
                f'font-weight="bold">{escape(title)}</text>')
     for t in ticks:
         out.append(f'<line x1="{left}" y1="{y(t):.1f}" x2="{left + w}" y2="{y(t):.1f}" stroke="#dddddd"/>')
@@ -111,7 +112,9 @@ def panel(x0, y0, title, rows, membw):
 def svg_chart(report):
     models = report["models"]
     membw = report.get("membw_bytes_per_s")
-    width = 2 * PANEL_W
+    most = max([sum(1 for _, is_pp, _, _ in paired_tests(m) if is_pp == kind) for m in models for kind in (True, False)])
+    panel_w = max(PANEL_W, MARGIN_L + MARGIN_R + GROUP_W * most)
+    width = 2 * panel_w
     height = TITLE_H + LEGEND_H + PANEL_H * len(models) + 30 * len(models)
     out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
            f'viewBox="0 0 {width} {height}" font-family="sans-serif">',
@@ -145,8 +148,8 @@ def svg_chart(report):
         pairs = paired_tests(model)
         pp = [(n, it, lt) for n, is_pp, it, lt in pairs if is_pp]
         tg = [(n, it, lt) for n, is_pp, it, lt in pairs if not is_pp]
-        out += panel(0, y0 + 10, "prompt processing", pp, None)
-        out += panel(PANEL_W, y0 + 10, "generation", tg, membw)
+        out += panel(0, y0 + 10, panel_w, "prompt processing", pp, None)
+        out += panel(panel_w, y0 + 10, panel_w, "generation", tg, membw)
     out.append("</svg>")
     return "\n".join(out) + "\n"
 

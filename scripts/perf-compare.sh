@@ -116,14 +116,16 @@ def rss_bytes(name):
     return int(read(name + ".rss").splitlines()[-1]) * 1024
 
 def cpu_name():
+    info = read_text("/proc/cpuinfo").splitlines()
+    names = [line.split(":", 1)[1].strip() for line in info if line.startswith("model name")]
+    return names[0] if names else platform.processor()
+
+def read_text(path):
     try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
+        with open(path) as f:
+            return f.read()
     except OSError:
-        pass
-    return platform.processor()
+        return ""
 
 def key(t):
     return (t["n_prompt"], t["n_gen"], t.get("n_depth", 0))
