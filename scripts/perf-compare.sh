@@ -1,16 +1,16 @@
 #!/usr/bin/env bash
 # inlay against llama.cpp on the same machine in one sitting:
 #   scripts/perf-compare.sh --llama-bench PATH -o OUT.json [-t 2] [-p 128] [-n 64] [-d 0]
-#       [-r 5] [--inlay PATH] [--membw-gbps X] MODEL.gguf...
+#       [-r 5] [--inlay PATH] [--membw-gbps X | --membw-mib M] MODEL.gguf...
 # For every model it runs R rounds; each round is one `inlay bench -r 1` and one
 # `llama-bench -r 1` with the same -t/-p/-n/-d (lists as both tools take them), the
 # order alternating between rounds, so both tools see the same machine state. It
 # records every round's tokens/s per test and each run's peak resident memory (GNU time's
-# %M), measures the read bandwidth once (inlay bench --membw, unless --membw-gbps gives
-# it), notes `uptime` at the start and the end, and writes one JSON file: the settings,
-# both tools' versions (llama.cpp's build commit from its own report), and per model and
-# test the samples and their median. scripts/perf-chart.py turns it into a chart and a
-# table (docs/perf/README.md).
+# %M), measures the read bandwidth once (inlay bench --membw over --membw-mib MiB, 1024 by
+# default, unless --membw-gbps gives it), notes `uptime` at the start and the end, and
+# writes one JSON file: the settings, both tools' versions (llama.cpp's build commit from
+# its own report), and per model and test the samples and their median.
+# scripts/perf-chart.py turns it into a chart and a table (docs/perf/README.md).
 # llama-bench comes from --llama-bench or $LLAMA_BENCH; inlay from --inlay, $INLAY or
 # build/tools/inlay. Needs python3 (standard library) to assemble the JSON.
 set -euo pipefail
@@ -24,7 +24,7 @@ die() { echo "perf-compare: $*" >&2; exit 1; }
 root=$(cd "$(dirname "$0")/.." && pwd)
 inlay=${INLAY:-$root/build/tools/inlay}
 llama_bench=${LLAMA_BENCH:-}
-threads=2 n_prompt=128 n_gen=64 n_depth=0 rounds=5 out="" membw_gbps=""
+threads=2 n_prompt=128 n_gen=64 n_depth=0 rounds=5 out="" membw_gbps="" membw_mib=1024
 models=()
 while [ $# -gt 0 ]; do
   case $1 in
@@ -37,6 +37,7 @@ while [ $# -gt 0 ]; do
     --inlay) inlay=${2:?}; shift 2 ;;
     --llama-bench) llama_bench=${2:?}; shift 2 ;;
     --membw-gbps) membw_gbps=${2:?}; shift 2 ;;
+    --membw-mib) membw_mib=${2:?}; shift 2 ;;
     -h|--help) usage ;;
     -*) echo "perf-compare: unknown option $1" >&2; usage ;;
     *) models+=("$1"); shift ;;
@@ -73,7 +74,7 @@ if [ -n "$membw_gbps" ]; then
   python3 -c 'import sys; print(float(sys.argv[1]) * 1e9)' "$membw_gbps" > "$work/membw"
 else
   echo "measured" > "$work/membw_source"
-  "$inlay" bench --membw -t "$threads" --json > "$work/membw.json"
+  "$inlay" bench --membw --membw-mib "$membw_mib" -t "$threads" --json > "$work/membw.json"
   python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["membw_bytes_per_s"])' "$work/membw.json" \
     > "$work/membw"
 fi

@@ -75,6 +75,7 @@ TEST_CASE("inlay bench: bad -p/-n/-d lists and --membw combinations are usage er
         {{"bench", "-m", model, "--concurrency", "2", "-d", "16"}, "--n-depth"},
         {{"bench", "--synthetic", "tiny", "-p", "16,32"}, "--n-prompt"},
         {{"bench", "--synthetic", "tiny", "--membw"}, "--membw"},
+        {{"bench", "--membw", "--membw-mib", "1"}, "--membw-mib"},
     };
     for (const Case& c : cases) {
         INFO("inlay " << Catch::Detail::stringify(c.args));
@@ -150,19 +151,27 @@ TEST_CASE("inlay bench -d: a row per size and depth, the decode bytes at each de
 }
 
 TEST_CASE("inlay bench --membw: the read bandwidth, alone or as the tg tests' roofline", "[cli]") {
-    const json alone = run_json({"bench", "--membw", "-t", "1", "--json"});
+    // A small buffer keeps the test cheap (and the sanitizers' shadow memory small).
+    const json alone = run_json({"bench", "--membw", "--membw-mib", "64", "-t", "1", "--json"});
     CHECK(alone["threads"] == 1);
     CHECK(alone["membw_bytes_per_s"].get<double>() > 0);
+    CHECK(alone["membw_buffer_bytes"] == 64 << 20);
 
-    const json out = run_json({"bench", "-m", default_model(), "-p", "0", "-n", "4", "-r", "1", "-t", "1", "--membw",
-                               "--json"});
+    const std::vector<std::string> tg = {"bench", "-m", default_model(), "-p", "0", "-n", "4", "-r", "1", "-t", "1", "--json"};
+    std::vector<std::string> with_membw = tg;
+    with_membw.insert(with_membw.end(), {"--membw", "--membw-mib", "256"});
+    const json out = run_json(with_membw);
     const double bw = out["membw_bytes_per_s"].get<double>();
     CHECK(bw > 0);
     REQUIRE(out["tests"].size() == 1);
-    const json& tg = out["tests"][0];
-    CHECK(tg["roofline_share"].get<double>() == Approx(tg["bytes_per_s"].get<double>() / bw).epsilon(1e-9));
-    // The peak RSS is the model's, taken before the 1 GiB buffer of the bandwidth test.
-    CHECK(out["peak_rss_bytes"].get<int64_t>() < int64_t{512} << 20);
+    const json& row = out["tests"][0];
+    CHECK(row["roofline_share"].get<double>() == Approx(row["bytes_per_s"].get<double>() / bw).epsilon(1e-9));
     CHECK(out["prefill_tokens_per_s"] == 0);
     CHECK(out["samples"]["prefill_tokens_per_s"].empty());
+    // The peak RSS is the model's, taken before the 256 MiB buffer of the bandwidth test:
+    // about what the same run without --membw reports.
+    const json plain = run_json(tg);
+    CHECK(plain["membw_bytes_per_s"].is_null());
+    CHECK_FALSE(plain["tests"][0].contains("roofline_share"));
+    CHECK(out["peak_rss_bytes"].get<int64_t>() < plain["peak_rss_bytes"].get<int64_t>() + (int64_t{128} << 20));
 }

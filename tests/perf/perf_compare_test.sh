@@ -53,7 +53,7 @@ chmod +x "$tmp/llama-bench" "$tmp/inlay"
 model=$src/models/default-q8_0.gguf
 out=$tmp/compare.json
 RUN_LOG=$log LLAMA_BENCH=$tmp/llama-bench "$src/scripts/perf-compare.sh" --inlay "$tmp/inlay" -t 1 -p 8 -n 4 \
-  -d 0,8 -r 2 -o "$out" "$model" 2> "$tmp/stderr" || { cat "$tmp/stderr" >&2; fail "perf-compare.sh failed"; }
+  -d 0,8 -r 2 --membw-mib 64 -o "$out" "$model" 2> "$tmp/stderr" || { cat "$tmp/stderr" >&2; fail "perf-compare.sh failed"; }
 
 # Round 1: inlay first; round 2: llama-bench first. Same settings, one repetition each.
 order=$(cut -d' ' -f1 "$log" | tr '\n' ' ')

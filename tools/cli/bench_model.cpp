@@ -159,7 +159,7 @@ int run_model_bench(const ModelBench& b) {
     for (TestResult& r : results)
         if (!r.test.is_pp()) r.bytes_per_token = decode_bytes_per_token(weight_bytes, kv_position, r.test.n_depth, r.test.n_gen);
     std::optional<double> membw = b.membw_bytes_per_s;
-    if (b.measure_membw) membw = measure_read_bandwidth({.n_threads = threads});
+    if (b.measure_membw) membw = measure_read_bandwidth({.n_threads = threads, .buffer_bytes = b.membw_buffer_bytes});
 
     const auto first = [&](bool pp) -> const TestResult* {
         for (const TestResult& r : results)
@@ -215,11 +215,12 @@ int run_model_bench(const ModelBench& b) {
     return exit_ok;
 }
 
-int run_membw_bench(int32_t n_threads, bool json) {
+int run_membw_bench(int32_t n_threads, size_t buffer_bytes, bool json) {
     const int threads = resolved_threads(n_threads);
-    const double bw = measure_read_bandwidth({.n_threads = threads});
+    const double bw = measure_read_bandwidth({.n_threads = threads, .buffer_bytes = buffer_bytes});
     if (json) {
-        const nlohmann::ordered_json out = {{"threads", threads}, {"membw_bytes_per_s", bw}};
+        const nlohmann::ordered_json out = {
+            {"threads", threads}, {"membw_bytes_per_s", bw}, {"membw_buffer_bytes", buffer_bytes}};
         write_stdout(out.dump() + "\n");
     } else {
         write_stdout(fmt::format("read bandwidth with {} threads: {:.1f} GB/s\n", threads, bw / 1e9));

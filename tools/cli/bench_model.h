@@ -9,6 +9,7 @@
 // figure. One warm-up run of each test, then R measured ones: median, mean, sd.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -26,12 +27,13 @@ struct ModelBench {
     std::string device = "auto";
     bool json = false;
     bool measure_membw = false;                   // --membw: measure after the tests
+    size_t membw_buffer_bytes = size_t{1} << 30;  // --membw-mib
     std::optional<double> membw_bytes_per_s;      // --membw-gbps: a figure given instead
 };
 
 int run_model_bench(const ModelBench& bench);
 
 // inlay bench --membw without a model: the read bandwidth alone.
-int run_membw_bench(int32_t n_threads, bool json);
+int run_membw_bench(int32_t n_threads, size_t buffer_bytes, bool json);
 
 }  // namespace inlay::cli

@@ -44,6 +44,7 @@ int run_bench(std::span<const std::string_view> args) {
     std::string n_depth_list = "0";
     bool membw = false;
     float membw_gbps = 0.0f;
+    int32_t membw_mib = 1024;
     int32_t repetitions = 5;
     int32_t n_threads = 0;
     std::string device = "auto";
@@ -58,7 +59,7 @@ int run_bench(std::span<const std::string_view> args) {
     CommandSpec spec{
         "bench",
         "(-m MODEL | --synthetic SHAPE [--dtype T] [--batch B]) [-p 128,...] [-n 64,...] [-d 0,...] [-r 5] "
-        "[-t THREADS] [--device D] [--membw | --membw-gbps X] "
+        "[-t THREADS] [--device D] [--membw [--membw-mib M] | --membw-gbps X] "
         "[--concurrency N | --draft MODEL | --lookup [--n-draft K] [--text TEXT]] [--json]  |  --membw [-t THREADS]",
         "Measures prompt processing (pp) and generation (tg) speed, every size at every depth; median of R runs "
         "after a warm-up.",
@@ -80,11 +81,13 @@ int run_bench(std::span<const std::string_view> args) {
              "context tokens the session holds before each test, untimed; a comma-separated list (default 0)",
              &n_depth_list},
             {"--membw", "", "",
-             "also measure the machine's read bandwidth with the -t threads (1 GiB streamed, best of 5): the roofline "
+             "also measure the machine's read bandwidth with the -t threads (a buffer streamed, best of 5): the roofline "
              "of the tg tests; alone, without -m, only that",
              &membw},
             {"--membw-gbps", "", "X", "the read bandwidth in GB/s measured earlier, instead of --membw", &membw_gbps,
              0.001, 1e6},
+            {"--membw-mib", "", "M", "--membw: the buffer streamed, in MiB; far above the last-level cache (default 1024)",
+             &membw_mib, 16, 1 << 20},
             {"--repetitions", "-r", "R", "measured runs of each test (default 5)", &repetitions, 1, 1000},
             {"--threads", "-t", "N", "compute threads; 0 = all cores (default)", &n_threads, 0, 1024},
             {"--device", "", "D", kDeviceHelp, &device},
@@ -101,11 +104,12 @@ int run_bench(std::span<const std::string_view> args) {
     const ParsedArgs parsed = parse_args(spec, args);
     if (parsed.help) return exit_ok;
     if (membw && parsed.has("--membw-gbps")) throw UsageError("--membw measures what --membw-gbps gives: pass one");
-    if (membw && !parsed.has("--model") && !parsed.has("--synthetic")) return run_membw_bench(n_threads, json);
+    const size_t membw_bytes = static_cast<size_t>(membw_mib) << 20;
+    if (membw && !parsed.has("--model") && !parsed.has("--synthetic")) return run_membw_bench(n_threads, membw_bytes, json);
     if (parsed.has("--synthetic") == parsed.has("--model")) throw UsageError("bench needs -m MODEL or --synthetic SHAPE");
     const bool matrix = !parsed.has("--synthetic") && !speculation.enabled(parsed) && !parsed.has("--concurrency");
     if (!matrix) {
-        for (const char* option : {"--n-depth", "--membw", "--membw-gbps"})
+        for (const char* option : {"--n-depth", "--membw", "--membw-gbps", "--membw-mib"})
             if (parsed.has(option))
                 throw UsageError(fmt::format("{} belongs to the pp/tg tests, not to --synthetic, --concurrency, "
                                              "--draft or --lookup", option));
@@ -164,6 +168,7 @@ int run_bench(std::span<const std::string_view> args) {
     b.device = device;
     b.json = json;
     b.measure_membw = membw;
+    b.membw_buffer_bytes = membw_bytes;
     if (parsed.has("--membw-gbps")) b.membw_bytes_per_s = static_cast<double>(membw_gbps) * 1e9;
     return run_model_bench(b);
 }
