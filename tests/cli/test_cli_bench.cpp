@@ -159,7 +159,7 @@ TEST_CASE("inlay bench --membw: the read bandwidth, alone or as the tg tests' ro
 
     const std::vector<std::string> tg = {"bench", "-m", default_model(), "-p", "0", "-n", "4", "-r", "1", "-t", "1", "--json"};
     std::vector<std::string> with_membw = tg;
-    with_membw.insert(with_membw.end(), {"--membw", "--membw-mib", "256"});
+    with_membw.insert(with_membw.end(), {"--membw", "--membw-mib", "192"});
     const json out = run_json(with_membw);
     const double bw = out["membw_bytes_per_s"].get<double>();
     CHECK(bw > 0);
@@ -168,10 +168,10 @@ TEST_CASE("inlay bench --membw: the read bandwidth, alone or as the tg tests' ro
     CHECK(row["roofline_share"].get<double>() == Approx(row["bytes_per_s"].get<double>() / bw).epsilon(1e-9));
     CHECK(out["prefill_tokens_per_s"] == 0);
     CHECK(out["samples"]["prefill_tokens_per_s"].empty());
-    // The peak RSS is the model's, taken before the 256 MiB buffer of the bandwidth test:
+    // The peak RSS is the model's, taken before the 192 MiB buffer of the bandwidth test:
     // about what the same run without --membw reports.
     const json plain = run_json(tg);
     CHECK(plain["membw_bytes_per_s"].is_null());
     CHECK_FALSE(plain["tests"][0].contains("roofline_share"));
-    CHECK(out["peak_rss_bytes"].get<int64_t>() < plain["peak_rss_bytes"].get<int64_t>() + (int64_t{128} << 20));
+    CHECK(out["peak_rss_bytes"].get<int64_t>() < plain["peak_rss_bytes"].get<int64_t>() + (int64_t{96} << 20));
 }
