@@ -7,6 +7,7 @@ packages=(
   libfmt-dev nlohmann-json3-dev libpcre2-dev libsentencepiece-dev
   catch2 libbenchmark-dev
   python3
+  time                              # GNU time: the peak RSS of scripts/perf-compare.sh (tests/perf)
   golang-go mono-mcs mono-runtime   # the Go and C# bindings' examples and tests (examples/go, examples/csharp)
   cargo rustc                       # the Rust binding's example and tests (examples/rust)
   clang libclang-rt-14-dev          # the libFuzzer targets (fuzz/, scripts/fuzz.sh)

@@ -14,6 +14,7 @@
 
 #include "app.h"
 #include "args.h"
+#include "bench_roofline.h"
 #include "bench_stats.h"
 #include "device_option.h"
 #include "core/error.h"
@@ -120,13 +121,10 @@ int run(const SyntheticBench& b) {
         const double rate = decode(n_batch);
         if (r > 0) tgb.push_back(rate);
     }
-    // Bytes a batch-1 decode step reads: every weight once (the embedding table only one
-    // row) plus, on average over the run, half the final KV length of every layer.
-    uint64_t weight_bytes = 0;
-    for (const TensorView& t : weights.tensors())
-        weight_bytes += t.name == "token_embd.weight" ? t.nbytes / static_cast<uint64_t>(t.n_rows()) : t.nbytes;
-    const double kv_bytes = static_cast<double>(kv_canonical_block_bytes(geometry)) / kBlock * (decode_len / 2.0);
-    const double bytes_per_token = static_cast<double>(weight_bytes) + kv_bytes;
+    // Bytes a batch-1 decode step reads (bench_roofline.h), over decode_len steps from
+    // position 0.
+    const double bytes_per_token = decode_bytes_per_token(decode_weight_bytes(weights.tensors()),
+                                                          kv_bytes_per_position(geometry), 0, decode_len);
     const double tg1_rate = median(tg1);
     const double bandwidth = tg1_rate * bytes_per_token;
     const DeviceMemory mem = ex.memory_info();

@@ -1,30 +1,24 @@
 // inlay bench: prompt-processing (pp) and generation (tg) speed, measured like
-// llama-bench and shared/tools/llamacpp-peer/bench.sh so the numbers compare:
-//   pp: one batch of P prompt tokens in an empty session, different ids in every run
-//       (so the prefix cache serves none); rate = P / prefill_s.
-//   tg: N single-token steps after a one-token prompt (greedy, EOS ignored);
-//       rate = N / (prefill_s + decode_s).
-// One warm-up run of each, then the median of R repetitions.
-// With --concurrency N it measures N sessions generating at once instead
-// (bench_concurrency.cpp).
-#include <sys/resource.h>
-
+// llama-bench so the numbers compare: lists of sizes and depths (-p 128,512 -n 64
+// -d 0,512), the decode bandwidth against the machine's read bandwidth (--membw), peak
+// resident memory. The tests themselves are in bench_model.cpp; this file reads the
+// command line and picks the mode:
+//   --synthetic SHAPE   random weights of a named shape (bench_synthetic.cpp)
+//   --concurrency N     N sessions generating at once (bench_concurrency.cpp)
+//   --draft / --lookup  speculative decoding against plain (bench_speculative.cpp)
+//   --membw alone       the read bandwidth only
 #include <algorithm>
-#include <cmath>
-#include <filesystem>
-#include <limits>
-#include <stdexcept>
+#include <optional>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 
 #include "app.h"
 #include "args.h"
-#include "bench_stats.h"
 #include "bench_concurrency.h"
+#include "bench_model.h"
+#include "bench_plan.h"
 #include "bench_speculative.h"
 #include "bench_synthetic.h"
 #include "load.h"
@@ -32,51 +26,25 @@
 namespace inlay::cli {
 namespace {
 
-int64_t peak_rss_bytes() {
-    rusage usage{};
-    if (getrusage(RUSAGE_SELF, &usage) != 0) return -1;
-    return static_cast<int64_t>(usage.ru_maxrss) * 1024;  // Linux reports KiB
-}
+constexpr int32_t kSizeLimit = 1 << 20;
 
-// Run `run` of the pp test: tokens 100 + run * P + i (modulo the vocabulary), so no
-// two runs share a first block and the engine's prefix cache cannot serve a later run
-// from an earlier one's KV; a run that reuses any KV anyway is an error, not a figure.
-double run_pp(Session& session, int32_t n_prompt, int32_t n_vocab, int32_t run) {
-    std::vector<int32_t> prompt(static_cast<size_t>(n_prompt));
-    for (int32_t i = 0; i < n_prompt; ++i)
-        prompt[static_cast<size_t>(i)] = static_cast<int32_t>((100 + int64_t{run} * n_prompt + i) % n_vocab);
-    session.reset();
-    GenerateOptions options;
-    options.params.max_tokens = 0;
-    const inlay_timings t = session.generate_tokens(prompt, options).timings();
-    if (t.prompt_tokens_reused != 0)
-        throw std::runtime_error(fmt::format("the pp run reused {} cached prompt tokens", t.prompt_tokens_reused));
-    return t.prefill_s > 0 ? static_cast<double>(n_prompt) / t.prefill_s : 0.0;
-}
-
-double run_tg(Session& session, int32_t first_token, int32_t n_gen) {
-    session.reset();
-    GenerateOptions options;
-    options.params.max_tokens = n_gen;
-    options.params.temperature = 0.0f;
-    options.params.ignore_eos = true;
-    const int32_t prompt[] = {first_token};
-    const Result result = session.generate_tokens(prompt, options);
-    const inlay_timings t = result.timings();
-    if (t.generated_tokens != n_gen) {
-        fmt::print(stderr, "inlay bench: warning: generated {} of {} tokens ({})\n", t.generated_tokens, n_gen,
-                   stop_reason_name(result.stop_reason()));
-    }
-    const double seconds = t.prefill_s + t.decode_s;
-    return seconds > 0 ? static_cast<double>(t.generated_tokens) / seconds : 0.0;
+// The one value of -p or -n that the modes other than the test matrix take.
+int32_t single_size(const std::string& text, std::string_view option, std::string_view mode) {
+    const std::vector<int32_t> sizes = parse_size_list(text, option, kSizeLimit);
+    if (sizes.size() != 1) throw UsageError(fmt::format("{} takes one {} value, not a list", mode, option));
+    return sizes[0];
 }
 
 }  // namespace
 
 int run_bench(std::span<const std::string_view> args) {
     std::string model_path;
-    int32_t n_prompt = 128;
-    int32_t n_gen = 64;
+    std::string n_prompt_list = "128";
+    std::string n_gen_list = "64";
+    std::string n_depth_list = "0";
+    bool membw = false;
+    float membw_gbps = 0.0f;
+    int32_t membw_mib = 1024;
     int32_t repetitions = 5;
     int32_t n_threads = 0;
     std::string device = "auto";
@@ -87,13 +55,14 @@ int run_bench(std::span<const std::string_view> args) {
     bool json = false;
     SpeculationArgs speculation;
     std::string text = "Once upon a time, there was a little girl named Lily. She loved to play outside";
-    constexpr double limit = 1 << 20;
 
     CommandSpec spec{
         "bench",
-        "(-m MODEL | --synthetic SHAPE [--dtype T] [--batch B]) [-p 128] [-n 64] [-r 5] [-t THREADS] "
-        "[--device D] [--concurrency N | --draft MODEL | --lookup [--n-draft K] [--text TEXT]] [--json]",
-        "Measures prompt processing (pp) and generation (tg) speed; median of R runs after a warm-up.",
+        "(-m MODEL | --synthetic SHAPE [--dtype T] [--batch B]) [-p 128,...] [-n 64,...] [-d 0,...] [-r 5] "
+        "[-t THREADS] [--device D] [--membw [--membw-mib M] | --membw-gbps X] "
+        "[--concurrency N | --draft MODEL | --lookup [--n-draft K] [--text TEXT]] [--json]  |  --membw [-t THREADS]",
+        "Measures prompt processing (pp) and generation (tg) speed, every size at every depth; median of R runs "
+        "after a warm-up.",
         {
             {"--model", "-m", "MODEL", "GGUF model file or Hugging Face folder", &model_path},
             {"--synthetic", "", "SHAPE",
@@ -104,8 +73,21 @@ int run_bench(std::span<const std::string_view> args) {
              &dtype},
             {"--batch", "", "B", "--synthetic: sequences decoding together in the batched test (default 64)", &batch, 0,
              4096},
-            {"--n-prompt", "-p", "N", "prompt tokens of the pp test; 0 skips it (default 128)", &n_prompt, 0, limit},
-            {"--n-gen", "-n", "N", "generated tokens of the tg test; 0 skips it (default 64)", &n_gen, 0, limit},
+            {"--n-prompt", "-p", "N,...", "prompt tokens of the pp tests, a comma-separated list; 0 skips (default 128)",
+             &n_prompt_list},
+            {"--n-gen", "-n", "N,...", "generated tokens of the tg tests, a comma-separated list; 0 skips (default 64)",
+             &n_gen_list},
+            {"--n-depth", "-d", "D,...",
+             "context tokens the session holds before each test, untimed; a comma-separated list (default 0)",
+             &n_depth_list},
+            {"--membw", "", "",
+             "also measure the machine's read bandwidth with the -t threads (a buffer streamed, best of 5): the roofline "
+             "of the tg tests; alone, without -m, only that",
+             &membw},
+            {"--membw-gbps", "", "X", "the read bandwidth in GB/s measured earlier, instead of --membw", &membw_gbps,
+             0.001, 1e6},
+            {"--membw-mib", "", "M", "--membw: the buffer streamed, in MiB; far above the last-level cache (default 1024)",
+             &membw_mib, 16, 1 << 20},
             {"--repetitions", "-r", "R", "measured runs of each test (default 5)", &repetitions, 1, 1000},
             {"--threads", "-t", "N", "compute threads; 0 = all cores (default)", &n_threads, 0, 1024},
             {"--device", "", "D", kDeviceHelp, &device},
@@ -121,14 +103,27 @@ int run_bench(std::span<const std::string_view> args) {
     speculation.add_options(spec.options);
     const ParsedArgs parsed = parse_args(spec, args);
     if (parsed.help) return exit_ok;
+    if (membw && parsed.has("--membw-gbps")) throw UsageError("--membw measures what --membw-gbps gives: pass one");
+    const size_t membw_bytes = static_cast<size_t>(membw_mib) << 20;
+    if (membw && !parsed.has("--model") && !parsed.has("--synthetic")) return run_membw_bench(n_threads, membw_bytes, json);
     if (parsed.has("--synthetic") == parsed.has("--model")) throw UsageError("bench needs -m MODEL or --synthetic SHAPE");
+    const bool matrix = !parsed.has("--synthetic") && !speculation.enabled(parsed) && !parsed.has("--concurrency");
+    if (!matrix) {
+        for (const char* option : {"--n-depth", "--membw", "--membw-gbps", "--membw-mib"})
+            if (parsed.has(option))
+                throw UsageError(fmt::format("{} belongs to the pp/tg tests, not to --synthetic, --concurrency, "
+                                             "--draft or --lookup", option));
+    }
+    const std::string_view mode = parsed.has("--synthetic")     ? "--synthetic"
+                                  : parsed.has("--concurrency") ? "--concurrency"
+                                                                : "speculative decoding";
     if (parsed.has("--synthetic")) {
         SyntheticBench b;
         b.shape = synthetic;
         b.dtype = dtype;
         b.device = device;
-        b.n_prompt = parsed.has("--n-prompt") ? n_prompt : 2048;
-        b.n_gen = n_gen;
+        b.n_prompt = parsed.has("--n-prompt") ? single_size(n_prompt_list, "--n-prompt", mode) : 2048;
+        b.n_gen = single_size(n_gen_list, "--n-gen", mode);
         b.batch = batch;
         b.repetitions = parsed.has("--repetitions") ? repetitions : 3;
         b.n_threads = n_threads;
@@ -141,7 +136,7 @@ int run_bench(std::span<const std::string_view> args) {
         b.model_path = model_path;
         b.speculation = speculation;
         b.text = text;
-        b.n_gen = parsed.has("--n-gen") ? std::max<int32_t>(n_gen, 2) : 128;
+        b.n_gen = parsed.has("--n-gen") ? std::max<int32_t>(single_size(n_gen_list, "--n-gen", mode), 2) : 128;
         b.repetitions = repetitions;
         b.n_threads = n_threads;
         b.device = device;
@@ -152,8 +147,9 @@ int run_bench(std::span<const std::string_view> args) {
         ConcurrencyBench b;
         b.model_path = model_path;
         b.concurrency = concurrency;
-        b.n_gen = std::max<int32_t>(n_gen, 1);
-        b.n_prompt = parsed.has("--n-prompt") ? std::max<int32_t>(n_prompt, 1) : 8;
+        b.n_gen = std::max<int32_t>(single_size(n_gen_list, "--n-gen", mode), 1);
+        b.n_prompt =
+            parsed.has("--n-prompt") ? std::max<int32_t>(single_size(n_prompt_list, "--n-prompt", mode), 1) : 8;
         b.repetitions = repetitions;
         b.n_threads = n_threads;
         b.device = device;
@@ -161,55 +157,20 @@ int run_bench(std::span<const std::string_view> args) {
         return run_concurrency_bench(b);
     }
 
-    // Room for the longer test plus a margin, and no more: the KV cache stays small.
-    const int32_t context_length = std::max(n_prompt, n_gen + 1) + 16;
-    LoadedModel loaded = load_model(model_path, n_threads, context_length, !json, device);
-    Session session(loaded.model);
-    const auto n_vocab = static_cast<int32_t>(session.n_vocab());
-    const int32_t first_token = 100 % n_vocab;
-
-    std::vector<double> pp_samples;
-    std::vector<double> tg_samples;
-    if (n_prompt > 0) {
-        run_pp(session, n_prompt, n_vocab, 0);  // warm-up
-        for (int32_t r = 0; r < repetitions; ++r) pp_samples.push_back(run_pp(session, n_prompt, n_vocab, r + 1));
-    }
-    if (n_gen > 0) {
-        run_tg(session, first_token, n_gen);  // warm-up
-        for (int32_t r = 0; r < repetitions; ++r) tg_samples.push_back(run_tg(session, first_token, n_gen));
-    }
-    const int threads = n_threads > 0 ? n_threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-    const int64_t rss = peak_rss_bytes();
-
-    if (json) {
-        const nlohmann::ordered_json out = {
-            {"model", model_path},
-            {"threads", threads},
-            {"n_prompt", n_prompt},
-            {"n_gen", n_gen},
-            {"repetitions", repetitions},
-            {"load_s", loaded.load_s},
-            {"prefill_tokens_per_s", median(pp_samples)},
-            {"decode_tokens_per_s", median(tg_samples)},
-            {"peak_rss_bytes", rss},
-            {"samples", {{"prefill_tokens_per_s", pp_samples}, {"decode_tokens_per_s", tg_samples}}},
-        };
-        write_stdout(out.dump() + "\n");
-        return exit_ok;
-    }
-    const std::string name = std::filesystem::path(model_path).filename().string();
-    std::string out = fmt::format("| {:<30} | {:>7} | {:>6} | {:>20} |\n", "model", "threads", "test", "t/s (median, ± sd)");
-    out += fmt::format("| {:-<30} | {:->7} | {:->6} | {:->20} |\n", "", "", "", "");
-    const auto row = [&](std::string_view test, const std::vector<double>& samples) {
-        out += fmt::format("| {:<30} | {:>7} | {:>6} | {:>20} |\n", name, threads, test,
-                           fmt::format("{:.2f} ± {:.2f}", median(samples), stddev(samples)));
-    };
-    if (n_prompt > 0) row(fmt::format("pp{}", n_prompt), pp_samples);
-    if (n_gen > 0) row(fmt::format("tg{}", n_gen), tg_samples);
-    out += fmt::format("\nload {:.3f} s, peak RSS {:.1f} MiB, {} repetitions after one warm-up\n", loaded.load_s,
-                       static_cast<double>(rss) / (1024.0 * 1024.0), repetitions);
-    write_stdout(out);
-    return exit_ok;
+    ModelBench b;
+    b.model_path = model_path;
+    b.tests = plan_bench(parse_size_list(n_prompt_list, "--n-prompt", kSizeLimit),
+                         parse_size_list(n_gen_list, "--n-gen", kSizeLimit),
+                         parse_size_list(n_depth_list, "--n-depth", kSizeLimit));
+    if (b.tests.empty()) throw UsageError("-p and -n are both 0: no test to run");
+    b.repetitions = repetitions;
+    b.n_threads = n_threads;
+    b.device = device;
+    b.json = json;
+    b.measure_membw = membw;
+    b.membw_buffer_bytes = membw_bytes;
+    if (parsed.has("--membw-gbps")) b.membw_bytes_per_s = static_cast<double>(membw_gbps) * 1e9;
+    return run_model_bench(b);
 }
 
 }  // namespace inlay::cli
