@@ -137,10 +137,24 @@ inline float dot8(const float* q, const float* k, int64_t n) {
     r = _mm_add_ss(r, _mm_movehdup_ps(r));
     return _mm_cvtss_f32(r);
 }
+inline float dot8(const float* q, const uint16_t* k, int64_t n) {  // the same on f16 k
+    __m256 acc = _mm256_setzero_ps();
+    for (int64_t i = 0; i < n; i += 8)
+        acc = _mm256_fmadd_ps(_mm256_loadu_ps(q + i), _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(k + i))), acc);
+    __m128 r = _mm_add_ps(_mm256_castps256_ps128(acc), _mm256_extractf128_ps(acc, 1));
+    r = _mm_add_ps(r, _mm_movehl_ps(r, r));
+    r = _mm_add_ss(r, _mm_movehdup_ps(r));
+    return _mm_cvtss_f32(r);
+}
 #else
 inline float dot8(const float* q, const float* k, int64_t n) {
     float s = 0.0f;
     for (int64_t i = 0; i < n; ++i) s = std::fma(q[i], k[i], s);
+    return s;
+}
+inline float dot8(const float* q, const uint16_t* k, int64_t n) {
+    float s = 0.0f;
+    for (int64_t i = 0; i < n; ++i) s = std::fma(q[i], f16_to_f32(k[i]), s);
     return s;
 }
 #endif

@@ -2,8 +2,9 @@
 //
 // Attention is a flash-attention tile: one work item is (a run of up to T consecutive
 // query tokens of one sequence, one KV head, the query heads of its group), so each K/V
-// row is converted once per chunk of positions for all the item's query rows, and an
-// online softmax per row means no score array of the context length.
+// row is converted once per chunk of positions for all the item's query rows (items of
+// one or two rows, as in decoding, read f16 rows in place), and an online softmax per
+// row means no score array of the context length.
 //
 // Batch invariance: every query row's arithmetic is a fixed sequence of lane-wise vector
 // ops over absolute position chunks (attention_simd.h), so its result does not depend on
@@ -36,7 +37,13 @@ void require_batch_fits(const CpuBackend::KvStorage& kv, const CpuBackend::Batch
 // quarters, pairs (attention_simd.h's dot8). That order, not a 16-lane one, is the one
 // that keeps f16-cache logits within 1e-3 of llama.cpp's refs: the f16 V accumulator
 // turns a score's last-bit difference into occasional different roundings.
-inline float dot(const float* q, const float* k, int64_t hdp) { return dot8(q, k, hdp); }
+template <class T>
+inline float dot(const float* q, const T* k, int64_t hdp) { return dot8(q, k, hdp); }
+
+// A K/V element as f32: rows come converted in the item's scratch or, where converting
+// them costs more than it saves (few rows), straight from the cache; values are equal.
+inline vf vload_kv(const float* p) { return vload(p); }
+inline vf vload_kv(const uint16_t* p) { return vload_f16(p); }
 
 // n rows of hd elements (f16 or f32) into f32 rows of hdp, zero padded.
 void load_rows(const std::byte* src, bool f16, int64_t n, int64_t hd, int64_t hdp, float* dst) {
@@ -62,64 +69,91 @@ struct Row {
     float max, sum;
 };
 
-// NV vectors of a row's f16-rounded V accumulator over n positions, held in registers
-// (NV only decides how many lanes advance together, never a lane's arithmetic).
-template <int NV>
-inline void update_f16(float* acc, const float* vs, const float* e, const bool* grew, int64_t n, int64_t hdp) {
-    vf a[NV];
-    for (int j = 0; j < NV; ++j) a[j] = vload(acc + j * kWidth);
+// A chunk's softmax weights for one row of the f16 model (below): e[s] is the row's
+// exp(old max - score) where the score raised the running max (grew[s]), else
+// exp(score - max).
+struct Weights {
+    alignas(64) float e[kChunk];
+    bool grew[kChunk];
+    int64_t n = 0;  // positions of the chunk this row sees
+};
+
+// NV vectors of the f16-rounded V accumulators of NR rows (r0...), held in registers.
+// Rows advance together so that their rounding chains overlap; NR and NV only decide
+// which lanes run side by side, never a lane's arithmetic.
+template <int NR, int NV, class T>
+inline void update_f16(float* acc, const T* vs, const Weights* w, int64_t r0, int64_t hdp, int64_t i) {
+    vf a[NR][NV];
+    int64_t n = 0;
+    for (int k = 0; k < NR; ++k) {
+        n = std::max(n, w[r0 + k].n);
+        for (int j = 0; j < NV; ++j) a[k][j] = vload(acc + (r0 + k) * hdp + i + j * kWidth);
+    }
     for (int64_t s = 0; s < n; ++s) {
-        const float* v = vs + s * hdp;
-        if (grew[s]) {  // a new running max: rescale, then add v with weight 1
-            const vf ms = vset1(e[s]);
-            for (int j = 0; j < NV; ++j) a[j] = vround_f16(vfma(vload(v + j * kWidth), vset1(1.0f), vround_f16(vmul(a[j], ms))));
-        } else {
-            const vf w = vset1(e[s]);
-            for (int j = 0; j < NV; ++j) a[j] = vround_f16(vfma(vload(v + j * kWidth), w, a[j]));
+        vf v[NV];
+        for (int j = 0; j < NV; ++j) v[j] = vload_kv(vs + s * hdp + i + j * kWidth);
+        for (int k = 0; k < NR; ++k) {
+            const Weights& wk = w[r0 + k];
+            if (s >= wk.n) continue;
+            const vf e = vset1(wk.e[s]);
+            if (wk.grew[s]) {  // a new running max: rescale, then add v with weight 1
+                for (int j = 0; j < NV; ++j) a[k][j] = vround_f16(vfma(v[j], vset1(1.0f), vround_f16(vmul(a[k][j], e))));
+            } else {
+                for (int j = 0; j < NV; ++j) a[k][j] = vround_f16(vfma(v[j], e, a[k][j]));
+            }
         }
     }
-    for (int j = 0; j < NV; ++j) vstore(acc + j * kWidth, a[j]);
+    for (int k = 0; k < NR; ++k)
+        for (int j = 0; j < NV; ++j) vstore(acc + (r0 + k) * hdp + i + j * kWidth, a[k][j]);
+}
+
+template <int NV, class T>
+void update_rows_f16(float* acc, const T* vs, const Weights* w, int64_t n_rows, int64_t hdp, int64_t i) {
+    int64_t r = 0;
+#if INLAY_ATTN_AVX512  // 32 vector registers: 4 rows x 4 vectors stay in them
+    for (; r + 4 <= n_rows; r += 4) update_f16<4, NV>(acc, vs, w, r, hdp, i);
+#endif
+    for (; r + 2 <= n_rows; r += 2) update_f16<2, NV>(acc, vs, w, r, hdp, i);
+    for (; r < n_rows; ++r) update_f16<1, NV>(acc, vs, w, r, hdp, i);
 }
 
 // The f16 cache follows llama.cpp's CPU flash attention, which rounds where it does so
 // that logits agree to ~1e-4 rather than ~3e-3: q rounded to f16, exact f16 products
 // summed in f32, one position at a time (the running max updated per position), and the
-// V accumulator rounded to f16 after every scale and every add. Positions [c0, c0 + n).
-void row_chunk_f16(Row& row, float* acc, const float* qs, const float* ks, const float* vs, int64_t n, int64_t hdp,
-                   float scale) {
-    alignas(64) float x[kChunk], e[kChunk];
-    bool grew[kChunk];
+// V accumulator rounded to f16 after every scale and every add (update_f16).
+template <class T>
+void weights_f16(Row& row, Weights& w, const float* qs, const T* ks, int64_t n, int64_t hdp, float scale) {
+    alignas(64) float x[kChunk];
     float m = row.max;
     for (int64_t s = 0; s < n; ++s) {
         const float score = dot(qs, ks + s * hdp, hdp) * scale;
-        grew[s] = score > m;
-        x[s] = grew[s] ? m - score : score - m;  // the one exponent this position needs
-        m = grew[s] ? score : m;
+        w.grew[s] = score > m;
+        x[s] = w.grew[s] ? m - score : score - m;  // the one exponent this position needs
+        m = w.grew[s] ? score : m;
     }
     for (int64_t s = n; s < kChunk; ++s) x[s] = -std::numeric_limits<float>::infinity();
-    exp_n(x, e, kChunk);
+    exp_n(x, w.e, kChunk);
     row.max = m;
     float sum = row.sum;
-    for (int64_t s = 0; s < n; ++s) sum = grew[s] ? sum * e[s] + 1.0f : sum + e[s];
+    for (int64_t s = 0; s < n; ++s) sum = w.grew[s] ? sum * w.e[s] + 1.0f : sum + w.e[s];
     row.sum = sum;
-    int64_t i = 0;
-    for (; i + 4 * kWidth <= hdp; i += 4 * kWidth) update_f16<4>(acc + i, vs + i, e, grew, n, hdp);
-    for (; i < hdp; i += kWidth) update_f16<1>(acc + i, vs + i, e, grew, n, hdp);
+    w.n = n;
 }
 
-template <int NV>
-inline void update_f32(float* acc, const float* vs, const float* e, float rescale, int64_t n, int64_t hdp) {
+template <int NV, class T>
+inline void update_f32(float* acc, const T* vs, const float* e, float rescale, int64_t n, int64_t hdp) {
     vf a[NV];
     for (int j = 0; j < NV; ++j) a[j] = vmul(vload(acc + j * kWidth), vset1(rescale));
     for (int64_t s = 0; s < n; ++s) {
         const vf w = vset1(e[s]);
-        for (int j = 0; j < NV; ++j) a[j] = vfma(vload(vs + s * hdp + j * kWidth), w, a[j]);
+        for (int j = 0; j < NV; ++j) a[j] = vfma(vload_kv(vs + s * hdp + j * kWidth), w, a[j]);
     }
     for (int j = 0; j < NV; ++j) vstore(acc + j * kWidth, a[j]);
 }
 
 // The f32 cache: full precision, softmax chunk by chunk (one rescale per chunk).
-void row_chunk_f32(Row& row, float* acc, const float* qs, const float* ks, const float* vs, int64_t n, int64_t hdp,
+template <class T>
+void row_chunk_f32(Row& row, float* acc, const float* qs, const T* ks, const T* vs, int64_t n, int64_t hdp,
                    float scale) {
     alignas(64) float x[kChunk], e[kChunk];
     float m = row.max;
@@ -215,10 +249,10 @@ void CpuBackend::attention(const Buffer& q, const KvStorage& kv, int64_t layer, 
     const int64_t hdp = (hd + kWidth - 1) / kWidth * kWidth;
 
     // Split each group's heads into n_sub parts of at most kMaxRows heads, more parts
-    // while there are too few items to keep every thread busy (decoding one sequence),
+    // while there are fewer than two items per thread (decoding one sequence),
     // and tile each sequence's consecutive tokens so that an item has <= kMaxRows rows.
     // None of this changes a row's arithmetic, only how its K/V loads are shared.
-    const int64_t want_items = pool_.size() > 1 ? int64_t{4} * pool_.size() : 1;
+    const int64_t want_items = pool_.size() > 1 ? int64_t{2} * pool_.size() : 1;
     int64_t n_sub = (group + kMaxRows - 1) / kMaxRows, per_tile = 1, n_tiles = 0;
     int32_t* tiles = scratch.attn_tiles.data();
     for (;; ++n_sub) {
@@ -243,6 +277,7 @@ void CpuBackend::attention(const Buffer& q, const KvStorage& kv, int64_t layer, 
         float* ks = acc + kMaxRows * hdp;
         float* vs = ks + kChunk * hdp;
         Row rows[kMaxRows];
+        Weights weights[kMaxRows];
         // Items strided over the chunks, so every chunk gets early and late tiles alike.
         for (auto item = static_cast<int64_t>(chunk); item < n_items; item += static_cast<int64_t>(n_chunks)) {
             const int64_t sub = item % n_sub;
@@ -270,16 +305,39 @@ void CpuBackend::attention(const Buffer& q, const KvStorage& kv, int64_t layer, 
                 const std::byte* kb = kv.slab(block, layer, 0, kvh);
                 const std::byte* vb = kv.slab(block, layer, 1, kvh);
                 const size_t elem = f16 ? 2 : 4;
+                if (p0 + 2 * g.block_size < reach) {  // later blocks are other allocations: fetch early
+                    const int64_t next = table[p0 / g.block_size + 2];
+                    const size_t bytes = static_cast<size_t>(g.block_size * hd) * elem;
+                    for (int which = 0; which < 2; ++which) {
+                        const std::byte* nb = kv.slab(next, layer, which, kvh);
+                        for (size_t off = 0; off < bytes; off += 64) __builtin_prefetch(nb + off);
+                    }
+                }
                 for (int64_t c0 = p0; c0 < std::min(p0 + g.block_size, reach); c0 += kChunk) {
                     const int64_t n = std::min({kChunk, p0 + g.block_size - c0, reach - c0});
                     const auto src = static_cast<size_t>((c0 - p0) * hd) * elem;
-                    load_rows(kb + src, f16, n, hd, hdp, ks);
-                    load_rows(vb + src, f16, n, hd, hdp, vs);
-                    for (int64_t r = 0; r < n_rows; ++r) {
-                        const int64_t nr = std::min(n, rows[r].n_visible - c0);
-                        if (nr <= 0) continue;
-                        if (f16) row_chunk_f16(rows[r], acc + r * hdp, qs + r * hdp, ks, vs, nr, hdp, scale);
-                        else row_chunk_f32(rows[r], acc + r * hdp, qs + r * hdp, ks, vs, nr, hdp, scale);
+                    auto process = [&](const auto* kp, const auto* vp) {
+                        for (int64_t r = 0; r < n_rows; ++r) {
+                            const int64_t nr = std::max<int64_t>(0, std::min(n, rows[r].n_visible - c0));
+                            weights[r].n = 0;
+                            if (nr == 0) continue;
+                            if (f16) weights_f16(rows[r], weights[r], qs + r * hdp, kp, nr, hdp, scale);
+                            else row_chunk_f32(rows[r], acc + r * hdp, qs + r * hdp, kp, vp, nr, hdp, scale);
+                        }
+                        if (f16) {
+                            int64_t i = 0;
+                            for (; i + 4 * kWidth <= hdp; i += 4 * kWidth) update_rows_f16<4>(acc, vp, weights, n_rows, hdp, i);
+                            for (; i < hdp; i += kWidth) update_rows_f16<1>(acc, vp, weights, n_rows, hdp, i);
+                        }
+                    };
+                    if (hd == hdp && !f16) {  // f32 rows as stored
+                        process(reinterpret_cast<const float*>(kb + src), reinterpret_cast<const float*>(vb + src));
+                    } else if (hd == hdp && n_rows <= 2) {  // decoding: f16 rows converted where used
+                        process(reinterpret_cast<const uint16_t*>(kb + src), reinterpret_cast<const uint16_t*>(vb + src));
+                    } else {  // converted once for all rows
+                        load_rows(kb + src, f16, n, hd, hdp, ks);
+                        load_rows(vb + src, f16, n, hd, hdp, vs);
+                        process(static_cast<const float*>(ks), static_cast<const float*>(vs));
                     }
                 }
             }
