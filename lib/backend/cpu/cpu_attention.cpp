@@ -1,20 +1,22 @@
 // CpuBackend's paged KV cache writes and causal grouped-query attention.
 //
-// Attention runs one (token, query head) pair per work item over the sequence's
-// blocks with an online softmax (running max and sum), so no score array of the
-// context length is needed and K/V are read once, block by block.
+// Attention is a flash-attention tile: one work item is (a run of up to T consecutive
+// query tokens of one sequence, one KV head, the query heads of its group), so each K/V
+// row is converted once per chunk of positions for all the item's query rows (items of
+// one or two rows, as in decoding, read f16 rows in place), and an online softmax per
+// row means no score array of the context length.
+//
+// Batch invariance: every query row's arithmetic is a fixed sequence of lane-wise vector
+// ops over absolute position chunks (attention_simd.h), so its result does not depend on
+// which tokens, heads or sequences share its tile, on causal masking of its neighbours,
+// or on the thread count; grouping only decides how often K/V are converted.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
-#include <vector>
-
-#if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
-#include <immintrin.h>
-#define INLAY_ATTN_AVX2 1
-#endif
 
 #include "backend/common/op_checks.h"
+#include "backend/cpu/attention_simd.h"
 #include "backend/cpu/cpu_backend.h"
 #include "core/error.h"
 #include "core/half.h"
@@ -22,69 +24,157 @@
 namespace inlay {
 namespace {
 
-// f32 path: dot(q, k) and acc = acc * scale + p * v, all in f32.
-float dot_f32(const float* q, const float* k, int64_t n) {
-    float s = 0.0f;
-    for (int64_t i = 0; i < n; ++i) s += q[i] * k[i];
-    return s;
-}
-
-void scale_add_f32(float* acc, float scale, float p, const float* v, int64_t n) {
-    for (int64_t i = 0; i < n; ++i) acc[i] = acc[i] * scale + p * v[i];
-}
-
-// f16 path, rounding where llama.cpp's CPU flash attention rounds (so that logits agree
-// to ~1e-4 rather than ~3e-3): q is rounded to f16, q.k sums exact f16 products in f32,
-// and the V accumulator itself is f16, rounded after every scale and every add.
-float dot_f16(const uint16_t* q, const uint16_t* k, int64_t n) {
-    int64_t i = 0;
-    float s = 0.0f;
-#if INLAY_ATTN_AVX2
-    __m256 acc = _mm256_setzero_ps();
-    for (; i + 8 <= n; i += 8) {
-        const __m256 kv = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(k + i)));
-        const __m256 qv = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(q + i)));
-        acc = _mm256_fmadd_ps(qv, kv, acc);
-    }
-    __m128 r = _mm_add_ps(_mm256_castps256_ps128(acc), _mm256_extractf128_ps(acc, 1));
-    r = _mm_add_ps(r, _mm_movehl_ps(r, r));
-    r = _mm_add_ss(r, _mm_movehdup_ps(r));
-    s = _mm_cvtss_f32(r);
-#endif
-    for (; i < n; ++i) s += f16_to_f32(q[i]) * f16_to_f32(k[i]);
-    return s;
-}
-
-void scale_f16(uint16_t* acc, float scale, int64_t n) {
-    int64_t i = 0;
-#if INLAY_ATTN_AVX2
-    const __m256 vs = _mm256_set1_ps(scale);
-    for (; i + 8 <= n; i += 8) {
-        auto* p = reinterpret_cast<__m128i*>(acc + i);
-        const __m256 a = _mm256_mul_ps(_mm256_cvtph_ps(_mm_loadu_si128(p)), vs);
-        _mm_storeu_si128(p, _mm256_cvtps_ph(a, _MM_FROUND_TO_NEAREST_INT));
-    }
-#endif
-    for (; i < n; ++i) acc[i] = f32_to_f16(f16_to_f32(acc[i]) * scale);
-}
-
-void mad_f16(uint16_t* acc, const uint16_t* v, float p, int64_t n) {
-    int64_t i = 0;
-#if INLAY_ATTN_AVX2
-    const __m256 vp = _mm256_set1_ps(p);
-    for (; i + 8 <= n; i += 8) {
-        auto* a = reinterpret_cast<__m128i*>(acc + i);
-        const __m256 vv = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(v + i)));
-        const __m256 r = _mm256_fmadd_ps(vv, vp, _mm256_cvtph_ps(_mm_loadu_si128(a)));
-        _mm_storeu_si128(a, _mm256_cvtps_ph(r, _MM_FROUND_TO_NEAREST_INT));
-    }
-#endif
-    for (; i < n; ++i) acc[i] = f32_to_f16(f16_to_f32(acc[i]) + f16_to_f32(v[i]) * p);
-}
-
+using namespace attn_simd;
+constexpr int64_t kChunk = CpuBackend::kAttnChunk;
+constexpr int64_t kMaxRows = CpuBackend::kAttnMaxRows;
+static_assert(kChunk % kWidth == 0);
 
 void require_batch_fits(const CpuBackend::KvStorage& kv, const CpuBackend::Batch& batch, const char* op) {
     inlay::require_batch_fits(batch.block_size, batch.n_blocks, kv.geometry(), kv.n_blocks(), op);
+}
+
+// q . k over hdp (a multiple of kWidth) elements: 8 lanes, one accumulator, then halves,
+// quarters, pairs (attention_simd.h's dot8). That order, not a 16-lane one, is the one
+// that keeps f16-cache logits within 1e-3 of llama.cpp's refs: the f16 V accumulator
+// turns a score's last-bit difference into occasional different roundings.
+template <class T>
+inline float dot(const float* q, const T* k, int64_t hdp) { return dot8(q, k, hdp); }
+
+// A K/V element as f32: rows come converted in the item's scratch or, where converting
+// them costs more than it saves (few rows), straight from the cache; values are equal.
+inline vf vload_kv(const float* p) { return vload(p); }
+inline vf vload_kv(const uint16_t* p) { return vload_f16(p); }
+
+// n rows of hd elements (f16 or f32) into f32 rows of hdp, zero padded.
+void load_rows(const std::byte* src, bool f16, int64_t n, int64_t hd, int64_t hdp, float* dst) {
+    for (int64_t s = 0; s < n; ++s) {
+        float* d = dst + s * hdp;
+        if (f16) {
+            const auto* h = reinterpret_cast<const uint16_t*>(src) + s * hd;
+            int64_t i = 0;
+            for (; i + kWidth <= hd; i += kWidth) vstore(d + i, vload_f16(h + i));
+            for (; i < hd; ++i) d[i] = f16_to_f32(h[i]);
+        } else {
+            std::memcpy(d, reinterpret_cast<const float*>(src) + s * hd, static_cast<size_t>(hd) * sizeof(float));
+        }
+        std::fill(d + hd, d + hdp, 0.0f);
+    }
+}
+
+// One query row's running state.
+struct Row {
+    const float* q;   // in the batch's q buffer
+    float* out;
+    int64_t n_visible;  // positions [0, n_visible) (causal)
+    float max, sum;
+};
+
+// A chunk's softmax weights for one row of the f16 model (below): e[s] is the row's
+// exp(old max - score) where the score raised the running max (grew[s]), else
+// exp(score - max).
+struct Weights {
+    alignas(64) float e[kChunk];
+    bool grew[kChunk];
+    int64_t n = 0;  // positions of the chunk this row sees
+};
+
+// NV vectors of the f16-rounded V accumulators of NR rows (r0...), held in registers.
+// Rows advance together so that their rounding chains overlap; NR and NV only decide
+// which lanes run side by side, never a lane's arithmetic.
+template <int NR, int NV, class T>
+inline void update_f16(float* acc, const T* vs, const Weights* w, int64_t r0, int64_t hdp, int64_t i) {
+    vf a[NR][NV];
+    int64_t n = 0;
+    for (int k = 0; k < NR; ++k) {
+        n = std::max(n, w[r0 + k].n);
+        for (int j = 0; j < NV; ++j) a[k][j] = vload(acc + (r0 + k) * hdp + i + j * kWidth);
+    }
+    for (int64_t s = 0; s < n; ++s) {
+        vf v[NV];
+        for (int j = 0; j < NV; ++j) v[j] = vload_kv(vs + s * hdp + i + j * kWidth);
+        for (int k = 0; k < NR; ++k) {
+            const Weights& wk = w[r0 + k];
+            if (s >= wk.n) continue;
+            const vf e = vset1(wk.e[s]);
+            if (wk.grew[s]) {  // a new running max: rescale, then add v with weight 1
+                for (int j = 0; j < NV; ++j) a[k][j] = vround_f16(vfma(v[j], vset1(1.0f), vround_f16(vmul(a[k][j], e))));
+            } else {
+                for (int j = 0; j < NV; ++j) a[k][j] = vround_f16(vfma(v[j], e, a[k][j]));
+            }
+        }
+    }
+    for (int k = 0; k < NR; ++k)
+        for (int j = 0; j < NV; ++j) vstore(acc + (r0 + k) * hdp + i + j * kWidth, a[k][j]);
+}
+
+template <int NV, class T>
+void update_rows_f16(float* acc, const T* vs, const Weights* w, int64_t n_rows, int64_t hdp, int64_t i) {
+    int64_t r = 0;
+#if INLAY_ATTN_AVX512  // 32 vector registers: 4 rows x 4 vectors stay in them
+    for (; r + 4 <= n_rows; r += 4) update_f16<4, NV>(acc, vs, w, r, hdp, i);
+#endif
+    for (; r + 2 <= n_rows; r += 2) update_f16<2, NV>(acc, vs, w, r, hdp, i);
+    for (; r < n_rows; ++r) update_f16<1, NV>(acc, vs, w, r, hdp, i);
+}
+
+// The f16 cache follows llama.cpp's CPU flash attention, which rounds where it does so
+// that logits agree to ~1e-4 rather than ~3e-3: q rounded to f16, exact f16 products
+// summed in f32, one position at a time (the running max updated per position), and the
+// V accumulator rounded to f16 after every scale and every add (update_f16).
+template <class T>
+void weights_f16(Row& row, Weights& w, const float* qs, const T* ks, int64_t n, int64_t hdp, float scale) {
+    alignas(64) float x[kChunk];
+    float m = row.max;
+    for (int64_t s = 0; s < n; ++s) {
+        const float score = dot(qs, ks + s * hdp, hdp) * scale;
+        w.grew[s] = score > m;
+        x[s] = w.grew[s] ? m - score : score - m;  // the one exponent this position needs
+        m = w.grew[s] ? score : m;
+    }
+    for (int64_t s = n; s < kChunk; ++s) x[s] = -std::numeric_limits<float>::infinity();
+    exp_n(x, w.e, kChunk);
+    row.max = m;
+    float sum = row.sum;
+    for (int64_t s = 0; s < n; ++s) sum = w.grew[s] ? sum * w.e[s] + 1.0f : sum + w.e[s];
+    row.sum = sum;
+    w.n = n;
+}
+
+template <int NV, class T>
+inline void update_f32(float* acc, const T* vs, const float* e, float rescale, int64_t n, int64_t hdp) {
+    vf a[NV];
+    for (int j = 0; j < NV; ++j) a[j] = vmul(vload(acc + j * kWidth), vset1(rescale));
+    for (int64_t s = 0; s < n; ++s) {
+        const vf w = vset1(e[s]);
+        for (int j = 0; j < NV; ++j) a[j] = vfma(vload_kv(vs + s * hdp + j * kWidth), w, a[j]);
+    }
+    for (int j = 0; j < NV; ++j) vstore(acc + j * kWidth, a[j]);
+}
+
+// The f32 cache: full precision, softmax chunk by chunk (one rescale per chunk).
+template <class T>
+void row_chunk_f32(Row& row, float* acc, const float* qs, const T* ks, const T* vs, int64_t n, int64_t hdp,
+                   float scale) {
+    alignas(64) float x[kChunk], e[kChunk];
+    float m = row.max;
+    for (int64_t s = 0; s < n; ++s) {
+        x[s] = dot(qs, ks + s * hdp, hdp) * scale;
+        m = std::max(m, x[s]);
+    }
+    for (int64_t s = 0; s < n; ++s) x[s] -= m;
+    for (int64_t s = n; s < kChunk; ++s) x[s] = -std::numeric_limits<float>::infinity();
+    exp_n(x, e, kChunk);
+    alignas(64) float rx[kWidth], re[kWidth];
+    std::fill(rx, rx + kWidth, row.max - m);  // -inf on the first chunk: rescale 0
+    exp_n(rx, re, kWidth);
+    const float rescale = re[0];
+    float sum = row.sum * rescale;
+    for (int64_t s = 0; s < n; ++s) sum += e[s];
+    row.sum = sum;
+    row.max = m;
+    int64_t i = 0;
+    for (; i + 4 * kWidth <= hdp; i += 4 * kWidth) update_f32<4>(acc + i, vs + i, e, rescale, n, hdp);
+    for (; i < hdp; i += kWidth) update_f32<1>(acc + i, vs + i, e, rescale, n, hdp);
 }
 
 }  // namespace
@@ -134,8 +224,13 @@ void CpuBackend::rope_kv_append(Buffer& q, Buffer& k, const Buffer& v, const Wei
     kv_store(kv, layer, k, v, batch);
 }
 
+int64_t CpuBackend::attention_slot_floats(int64_t head_dim) {
+    const int64_t hdp = (head_dim + kWidth - 1) / kWidth * kWidth;
+    return 2 * kMaxRows * hdp + 2 * kChunk * hdp;  // q and accumulator rows, a K and a V chunk
+}
+
 void CpuBackend::attention(const Buffer& q, const KvStorage& kv, int64_t layer, const Batch& batch, int64_t n_heads,
-                           float scale, Buffer& out, Scratch& /*scratch*/) {
+                           float scale, Buffer& out, Scratch& scratch) {
     const KvGeometry& g = kv.geometry();
     const int64_t n_tokens = batch.n_tokens();
     const int64_t hd = g.head_dim;
@@ -144,72 +239,113 @@ void CpuBackend::attention(const Buffer& q, const KvStorage& kv, int64_t layer, 
     if (n_heads % g.n_kv_heads != 0) fail(INLAY_ERR_INTERNAL, "attention: {} heads over {} KV heads", n_heads, g.n_kv_heads);
     if (q.size() < static_cast<size_t>(n_tokens * n_heads * hd) || out.size() < static_cast<size_t>(n_tokens * n_heads * hd))
         fail(INLAY_ERR_INTERNAL, "attention: buffers too small");
+    if (hd > scratch.attn_head_dim || scratch.attn_slots == 0 ||
+        scratch.attn_tiles.size() < static_cast<size_t>(n_tokens) + 1)
+        fail(INLAY_ERR_INTERNAL, "attention: scratch made for head_dim {} and {} tokens, not {} and {}",
+             scratch.attn_head_dim, static_cast<int64_t>(scratch.attn_tiles.size()) - 1, hd, n_tokens);
+    if (n_tokens == 0) return;
     const int64_t group = n_heads / g.n_kv_heads;
     const bool f16 = g.dtype == DType::F16;
+    const int64_t hdp = (hd + kWidth - 1) / kWidth * kWidth;
 
-    pool_.parallel_for(static_cast<size_t>(n_tokens * n_heads), [&](size_t b, size_t e) {
-        std::vector<float> scores(static_cast<size_t>(g.block_size));
-        std::vector<uint16_t> q16(static_cast<size_t>(hd)), acc16(static_cast<size_t>(hd));
-        for (size_t item = b; item < e; ++item) {
-            const auto t = static_cast<int64_t>(item) / n_heads;
-            const auto h = static_cast<int64_t>(item) % n_heads;
-            const int32_t* table = batch.block_table(batch.seq_of_token[static_cast<size_t>(t)]);
-            const int64_t n_visible = batch.positions[static_cast<size_t>(t)] + 1;  // causal
-            const int64_t kvh = h / group;
-            const float* qv = q.ptr() + static_cast<size_t>(item) * static_cast<size_t>(hd);
-            float* out_row = out.ptr() + static_cast<size_t>(item) * static_cast<size_t>(hd);
-            float running_max = -std::numeric_limits<float>::infinity();
-            float running_sum = 0.0f;
-            if (f16) {
-                // One position at a time with an online softmax, exactly as llama.cpp.
-                for (int64_t i = 0; i < hd; ++i) q16[static_cast<size_t>(i)] = f32_to_f16(qv[i]);
-                std::fill(acc16.begin(), acc16.end(), uint16_t{0});
-                for (int64_t p0 = 0; p0 < n_visible; p0 += g.block_size) {
-                    const int64_t block = table[p0 / g.block_size];
-                    const int64_t n = std::min(g.block_size, n_visible - p0);
-                    const auto* kb = reinterpret_cast<const uint16_t*>(kv.slab(block, layer, 0, kvh));
-                    const auto* vb = reinterpret_cast<const uint16_t*>(kv.slab(block, layer, 1, kvh));
-                    for (int64_t s = 0; s < n; ++s) {
-                        const float score = dot_f16(q16.data(), kb + s * hd, hd) * scale;
-                        float ms = 1.0f, vs = 1.0f;
-                        if (score > running_max) {
-                            ms = std::exp(running_max - score);
-                            running_max = score;
-                            scale_f16(acc16.data(), ms, hd);
-                        } else {
-                            vs = std::exp(score - running_max);
-                        }
-                        mad_f16(acc16.data(), vb + s * hd, vs, hd);
-                        running_sum = running_sum * ms + vs;
+    // Split each group's heads into n_sub parts of at most kMaxRows heads, more parts
+    // while there are fewer than two items per thread (decoding one sequence),
+    // and tile each sequence's consecutive tokens so that an item has <= kMaxRows rows.
+    // None of this changes a row's arithmetic, only how its K/V loads are shared.
+    const int64_t want_items = pool_.size() > 1 ? int64_t{2} * pool_.size() : 1;
+    int64_t n_sub = (group + kMaxRows - 1) / kMaxRows, per_tile = 1, n_tiles = 0;
+    int32_t* tiles = scratch.attn_tiles.data();
+    for (;; ++n_sub) {
+        const int64_t heads = (group + n_sub - 1) / n_sub;
+        per_tile = std::max<int64_t>(1, kMaxRows / heads);
+        n_tiles = 0;
+        for (int64_t t = 0; t < n_tokens; ++t)
+            if (t == 0 || batch.seq_of_token[static_cast<size_t>(t)] != batch.seq_of_token[static_cast<size_t>(t - 1)] ||
+                t - tiles[n_tiles - 1] == per_tile)
+                tiles[n_tiles++] = static_cast<int32_t>(t);
+        if (n_sub >= group || n_tiles * g.n_kv_heads * n_sub >= want_items) break;
+    }
+    tiles[n_tiles] = static_cast<int32_t>(n_tokens);
+    const int64_t n_items = n_tiles * g.n_kv_heads * n_sub;
+    const auto n_chunks = static_cast<size_t>(std::min<int64_t>(n_items, scratch.attn_slots));
+    const int64_t slot_floats = attention_slot_floats(scratch.attn_head_dim);
+
+    pool_.run(n_chunks, [&](size_t chunk) {
+        float* slot = scratch.attn.data() + chunk * static_cast<size_t>(slot_floats);
+        float* qs = slot;
+        float* acc = qs + kMaxRows * hdp;
+        float* ks = acc + kMaxRows * hdp;
+        float* vs = ks + kChunk * hdp;
+        Row rows[kMaxRows];
+        Weights weights[kMaxRows];
+        // Items strided over the chunks, so every chunk gets early and late tiles alike.
+        for (auto item = static_cast<int64_t>(chunk); item < n_items; item += static_cast<int64_t>(n_chunks)) {
+            const int64_t sub = item % n_sub;
+            const int64_t kvh = item / n_sub % g.n_kv_heads;
+            const int64_t tile = item / (n_sub * g.n_kv_heads);
+            const int64_t h0 = kvh * group + group * sub / n_sub, h1 = kvh * group + group * (sub + 1) / n_sub;
+            const int64_t t0 = tiles[tile], t1 = tiles[tile + 1];
+            const int32_t* table = batch.block_table(batch.seq_of_token[static_cast<size_t>(t0)]);
+            int64_t n_rows = 0, reach = 0;
+            for (int64_t t = t0; t < t1; ++t) {
+                const int64_t n_visible = batch.positions[static_cast<size_t>(t)] + 1;
+                reach = std::max(reach, n_visible);
+                for (int64_t h = h0; h < h1; ++h, ++n_rows) {
+                    const auto off = static_cast<size_t>((t * n_heads + h) * hd);
+                    rows[n_rows] = Row{q.ptr() + off, out.ptr() + off, n_visible, -std::numeric_limits<float>::infinity(), 0.0f};
+                    float* qr = qs + n_rows * hdp;
+                    for (int64_t i = 0; i < hd; ++i) qr[i] = f16 ? f16_to_f32(f32_to_f16(rows[n_rows].q[i])) : rows[n_rows].q[i];
+                    std::fill(qr + hd, qr + hdp, 0.0f);
+                    std::fill(acc + n_rows * hdp, acc + (n_rows + 1) * hdp, 0.0f);
+                }
+            }
+            // Chunks of kChunk positions at fixed offsets in each block.
+            for (int64_t p0 = 0; p0 < reach; p0 += g.block_size) {
+                const int64_t block = table[p0 / g.block_size];
+                const std::byte* kb = kv.slab(block, layer, 0, kvh);
+                const std::byte* vb = kv.slab(block, layer, 1, kvh);
+                const size_t elem = f16 ? 2 : 4;
+                if (p0 + 2 * g.block_size < reach) {  // later blocks are other allocations: fetch early
+                    const int64_t next = table[p0 / g.block_size + 2];
+                    const size_t bytes = static_cast<size_t>(g.block_size * hd) * elem;
+                    for (int which = 0; which < 2; ++which) {
+                        const std::byte* nb = kv.slab(next, layer, which, kvh);
+                        for (size_t off = 0; off < bytes; off += 64) __builtin_prefetch(nb + off);
                     }
                 }
-                const float inv = 1.0f / running_sum;
-                for (int64_t i = 0; i < hd; ++i) out_row[i] = f16_to_f32(acc16[static_cast<size_t>(i)]) * inv;
-                continue;
-            }
-            // f32 cache: block by block, full precision.
-            std::fill(out_row, out_row + hd, 0.0f);
-            for (int64_t p0 = 0; p0 < n_visible; p0 += g.block_size) {
-                const int64_t block = table[p0 / g.block_size];
-                const int64_t n = std::min(g.block_size, n_visible - p0);
-                const auto* kb = reinterpret_cast<const float*>(kv.slab(block, layer, 0, kvh));
-                const auto* vb = reinterpret_cast<const float*>(kv.slab(block, layer, 1, kvh));
-                float block_max = running_max;
-                for (int64_t s = 0; s < n; ++s) {
-                    scores[static_cast<size_t>(s)] = dot_f32(qv, kb + s * hd, hd) * scale;
-                    block_max = std::max(block_max, scores[static_cast<size_t>(s)]);
+                for (int64_t c0 = p0; c0 < std::min(p0 + g.block_size, reach); c0 += kChunk) {
+                    const int64_t n = std::min({kChunk, p0 + g.block_size - c0, reach - c0});
+                    const auto src = static_cast<size_t>((c0 - p0) * hd) * elem;
+                    auto process = [&](const auto* kp, const auto* vp) {
+                        for (int64_t r = 0; r < n_rows; ++r) {
+                            const int64_t nr = std::max<int64_t>(0, std::min(n, rows[r].n_visible - c0));
+                            weights[r].n = 0;
+                            if (nr == 0) continue;
+                            if (f16) weights_f16(rows[r], weights[r], qs + r * hdp, kp, nr, hdp, scale);
+                            else row_chunk_f32(rows[r], acc + r * hdp, qs + r * hdp, kp, vp, nr, hdp, scale);
+                        }
+                        if (f16) {
+                            int64_t i = 0;
+                            for (; i + 4 * kWidth <= hdp; i += 4 * kWidth) update_rows_f16<4>(acc, vp, weights, n_rows, hdp, i);
+                            for (; i < hdp; i += kWidth) update_rows_f16<1>(acc, vp, weights, n_rows, hdp, i);
+                        }
+                    };
+                    if (hd == hdp && !f16) {  // f32 rows as stored
+                        process(reinterpret_cast<const float*>(kb + src), reinterpret_cast<const float*>(vb + src));
+                    } else if (hd == hdp && n_rows <= 2) {  // decoding: f16 rows converted where used
+                        process(reinterpret_cast<const uint16_t*>(kb + src), reinterpret_cast<const uint16_t*>(vb + src));
+                    } else {  // converted once for all rows
+                        load_rows(kb + src, f16, n, hd, hdp, ks);
+                        load_rows(vb + src, f16, n, hd, hdp, vs);
+                        process(static_cast<const float*>(ks), static_cast<const float*>(vs));
+                    }
                 }
-                const float rescale = std::exp(running_max - block_max);  // 0 on the first block
-                running_sum *= rescale;
-                for (int64_t s = 0; s < n; ++s) {
-                    const float p = std::exp(scores[static_cast<size_t>(s)] - block_max);
-                    running_sum += p;
-                    scale_add_f32(out_row, s == 0 ? rescale : 1.0f, p, vb + s * hd, hd);
-                }
-                running_max = block_max;
             }
-            const float inv = 1.0f / running_sum;
-            for (int64_t i = 0; i < hd; ++i) out_row[i] *= inv;
+            for (int64_t r = 0; r < n_rows; ++r) {
+                const float inv = 1.0f / rows[r].sum;
+                const float* a = acc + r * hdp;
+                for (int64_t i = 0; i < hd; ++i) rows[r].out[i] = a[i] * inv;
+            }
         }
     });
 }

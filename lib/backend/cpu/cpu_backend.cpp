@@ -89,7 +89,7 @@ void CpuBackend::read(const Buffer& src, int64_t offset, int64_t count, float* h
 }
 
 CpuBackend::Scratch CpuBackend::alloc_scratch(const ScratchShape& shape) {
-    if (shape.max_tokens < 0 || shape.max_in < 0 || shape.n_ff < 0)
+    if (shape.max_tokens < 0 || shape.max_in < 0 || shape.n_ff < 0 || shape.n_heads < 0 || shape.head_dim < 0)
         fail(INLAY_ERR_INVALID_ARGUMENT, "CpuBackend::alloc_scratch: negative size");
     Scratch s;
     // The widest partner-format row: every activation type is at most 2 bytes per
@@ -100,6 +100,12 @@ CpuBackend::Scratch CpuBackend::alloc_scratch(const ScratchShape& shape) {
         if (const auto r = row_bytes(t, padded)) row = std::max(row, *r);
     s.converted.resize(row * static_cast<size_t>(shape.max_tokens));
     s.up = alloc(shape.max_tokens * shape.n_ff);
+    if (shape.head_dim > 0 && shape.n_heads > 0) {
+        s.attn_slots = kAttnSlotsPerThread * pool_.size();
+        s.attn_head_dim = shape.head_dim;
+        s.attn.resize(static_cast<size_t>(s.attn_slots * attention_slot_floats(shape.head_dim)));
+        s.attn_tiles.resize(static_cast<size_t>(shape.max_tokens) + 1);
+    }
     return s;
 }
 

@@ -83,12 +83,26 @@ public:
     };
 
     // Matmul scratch: the activations converted to the weights' partner format, their
-    // matrix-unit packing, and the second product of matmul_swiglu.
+    // matrix-unit packing, and the second product of matmul_swiglu. Attention's: one
+    // slot of attention_slot_floats(attn_head_dim) per parallel chunk (query rows, their
+    // accumulators, a converted K and V chunk) and the tile starts of a batch.
     struct Scratch {
         std::vector<std::byte> converted;
         quant::TilePack pack;
         Buffer up;
+        std::vector<float> attn;
+        std::vector<int32_t> attn_tiles;
+        int64_t attn_slots = 0;
+        int64_t attn_head_dim = 0;
     };
+
+    // Attention tiles: at most kAttnMaxRows query rows (tokens x heads of one KV group)
+    // per work item, K/V converted kAttnChunk positions at a time, kAttnSlotsPerThread
+    // work chunks per thread.
+    static constexpr int64_t kAttnMaxRows = 32;
+    static constexpr int64_t kAttnChunk = 16;
+    static constexpr int64_t kAttnSlotsPerThread = 4;
+    static int64_t attention_slot_floats(int64_t head_dim);
 
     // Forward passes of different workspaces may run at once (the pool serves them in turn).
     static constexpr bool kConcurrentForward = true;
