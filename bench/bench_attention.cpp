@@ -11,6 +11,7 @@
 #include <random>
 #include <vector>
 
+#include "bench_util.h"
 #include "backend/common/batch.h"
 #include "backend/cpu/cpu_backend.h"
 
@@ -24,13 +25,7 @@ struct Shape {
 constexpr Shape kSmol{9, 3, 64};
 constexpr Shape kQwen{16, 8, 128};
 
-std::vector<float> random_floats(size_t n, uint32_t seed) {
-    std::mt19937 rng(seed);
-    std::normal_distribution<float> normal(0.0f, 1.0f);
-    std::vector<float> v(n);
-    for (auto& x : v) x = normal(rng);
-    return v;
-}
+using inlay::bench::random_floats;
 
 // One sequence of `depth` positions, the last n_query of them in the batch.
 void bm_attention(benchmark::State& state, Shape s) {

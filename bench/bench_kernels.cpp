@@ -11,6 +11,7 @@
 #include <random>
 #include <vector>
 
+#include "bench_util.h"
 #include "core/dtype.h"
 #include "quant/quantize.h"
 #include "quant/vec_dot.h"
@@ -19,13 +20,7 @@ namespace {
 
 using inlay::DType;
 
-std::vector<float> random_floats(size_t n, uint32_t seed) {
-    std::mt19937 rng(seed);
-    std::normal_distribution<float> normal(0.0f, 1.0f);
-    std::vector<float> v(n);
-    for (auto& x : v) x = normal(rng);
-    return v;
-}
+using inlay::bench::random_floats;
 
 // Rows of `type` in a buffer of 4-byte words (alignment for every block type).
 struct Matrix {

@@ -48,24 +48,17 @@ inline vf vfma(vf a, vf b, vf c) { return _mm512_fmadd_ps(a, b, c); }
 inline vf vload_f16(const uint16_t* p) { return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))); }
 // Rounds every lane to the nearest f16 value (ties to even), kept as f32.
 inline vf vround_f16(vf v) { return _mm512_cvtph_ps(_mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)); }
-inline vf vexp(vf x) {
-    x = _mm512_min_ps(_mm512_set1_ps(kExpMax), x);  // NaN passes through
-    const __mmask16 tiny = _mm512_cmp_ps_mask(x, _mm512_set1_ps(kExpMin), _CMP_LT_OQ);
-    const vf n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(kLog2e)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    vf r = _mm512_fnmadd_ps(n, _mm512_set1_ps(kLn2Hi), x);
-    r = _mm512_fnmadd_ps(n, _mm512_set1_ps(kLn2Lo), r);
-    vf p = _mm512_set1_ps(kP0);
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(kP1));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(kP2));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(kP3));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(kP4));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(kP5));
-    vf y = _mm512_fmadd_ps(p, _mm512_mul_ps(r, r), r);
-    y = _mm512_add_ps(y, _mm512_set1_ps(1.0f));
-    const __m512i e = _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127)), 23);
-    y = _mm512_mul_ps(y, _mm512_castsi512_ps(e));
-    return _mm512_mask_blend_ps(tiny, y, _mm512_setzero_ps());
+using vmask = __mmask16;
+inline vf vadd(vf a, vf b) { return _mm512_add_ps(a, b); }
+inline vf vfnma(vf a, vf b, vf c) { return _mm512_fnmadd_ps(a, b, c); }
+inline vf vmin_nan_second(vf a, vf b) { return _mm512_min_ps(a, b); }  // b where either is NaN
+inline vmask vless(vf a, vf b) { return _mm512_cmp_ps_mask(a, b, _CMP_LT_OQ); }
+inline vf vround_nearest(vf v) { return _mm512_roundscale_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
+// 2^n for integral n in the normal range, from the exponent bits.
+inline vf vpow2(vf n) {
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127)), 23));
 }
+inline vf vzero_where(vmask m, vf v) { return _mm512_mask_blend_ps(m, v, _mm512_setzero_ps()); }
 #elif INLAY_ATTN_AVX2
 inline constexpr int kWidth = 8;
 using vf = __m256;
@@ -77,24 +70,17 @@ inline vf vmul(vf a, vf b) { return _mm256_mul_ps(a, b); }
 inline vf vfma(vf a, vf b, vf c) { return _mm256_fmadd_ps(a, b, c); }
 inline vf vload_f16(const uint16_t* p) { return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))); }
 inline vf vround_f16(vf v) { return _mm256_cvtph_ps(_mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)); }
-inline vf vexp(vf x) {
-    x = _mm256_min_ps(_mm256_set1_ps(kExpMax), x);  // NaN passes through
-    const vf tiny = _mm256_cmp_ps(x, _mm256_set1_ps(kExpMin), _CMP_LT_OQ);
-    const vf n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(kLog2e)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    vf r = _mm256_fnmadd_ps(n, _mm256_set1_ps(kLn2Hi), x);
-    r = _mm256_fnmadd_ps(n, _mm256_set1_ps(kLn2Lo), r);
-    vf p = _mm256_set1_ps(kP0);
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(kP1));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(kP2));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(kP3));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(kP4));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(kP5));
-    vf y = _mm256_fmadd_ps(p, _mm256_mul_ps(r, r), r);
-    y = _mm256_add_ps(y, _mm256_set1_ps(1.0f));
-    const __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
-    y = _mm256_mul_ps(y, _mm256_castsi256_ps(e));
-    return _mm256_andnot_ps(tiny, y);
+using vmask = __m256;
+inline vf vadd(vf a, vf b) { return _mm256_add_ps(a, b); }
+inline vf vfnma(vf a, vf b, vf c) { return _mm256_fnmadd_ps(a, b, c); }
+inline vf vmin_nan_second(vf a, vf b) { return _mm256_min_ps(a, b); }  // b where either is NaN
+inline vmask vless(vf a, vf b) { return _mm256_cmp_ps(a, b, _CMP_LT_OQ); }
+inline vf vround_nearest(vf v) { return _mm256_round_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
+// 2^n for integral n in the normal range, from the exponent bits.
+inline vf vpow2(vf n) {
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23));
 }
+inline vf vzero_where(vmask m, vf v) { return _mm256_andnot_ps(m, v); }
 #else
 inline constexpr int kWidth = 1;
 using vf = float;
@@ -124,6 +110,26 @@ inline vf vexp(vf x) {
     float two_n;
     std::memcpy(&two_n, &bits, sizeof two_n);
     return y * two_n;
+}
+#endif
+
+#if INLAY_ATTN_AVX512 || INLAY_ATTN_AVX2
+// exp of every lane, the same operations on both widths: x = n ln2 + r with n rounded,
+// ln 2 in two parts so n * ln2_hi is exact, the polynomial in r, times 2^n.
+inline vf vexp(vf x) {
+    x = vmin_nan_second(vset1(kExpMax), x);  // NaN passes through
+    const vmask tiny = vless(x, vset1(kExpMin));
+    const vf n = vround_nearest(vmul(x, vset1(kLog2e)));
+    vf r = vfnma(n, vset1(kLn2Hi), x);
+    r = vfnma(n, vset1(kLn2Lo), r);
+    vf p = vset1(kP0);
+    p = vfma(p, r, vset1(kP1));
+    p = vfma(p, r, vset1(kP2));
+    p = vfma(p, r, vset1(kP3));
+    p = vfma(p, r, vset1(kP4));
+    p = vfma(p, r, vset1(kP5));
+    const vf y = vadd(vfma(p, vmul(r, r), r), vset1(1.0f));
+    return vzero_where(tiny, vmul(y, vpow2(n)));
 }
 #endif
 
