@@ -18,6 +18,7 @@
 namespace inlay {
 namespace {
 constexpr size_t kRowBlock = 16;  // rows computed together; also the thread split granularity
+constexpr size_t kDecodeChunksPerThread = 4;  // one-token products: contiguous runs per thread
 }
 
 const std::byte* CpuBackend::convert_activations(const Weight& w, const Buffer& x, int64_t n_tokens, Scratch& scratch,
@@ -51,10 +52,24 @@ void CpuBackend::matmul_converted(const Weight& w, const std::byte* xq, size_t x
     if (n_tokens == 0) return;
     // Where a matrix unit serves this type, the activations are regrouped for it once here.
     scratch.pack.assign(w.type, w.n_cols, n_tokens, xq, x_stride);
+    const size_t n_blocks = (static_cast<size_t>(n_out) + kRowBlock - 1) / kRowBlock;
+    if (n_tokens == 1) {
+        // One token streams the matrix from DRAM once: each chunk is a long contiguous run
+        // of row blocks, so every thread reads (and prefetches) ahead along its own rows
+        // rather than along blocks that the other threads take.
+        const size_t n_chunks = std::min(n_blocks, static_cast<size_t>(pool_.size()) * kDecodeChunksPerThread);
+        pool_.run(n_chunks, [&](size_t c) {
+            const size_t rb = n_blocks * c / n_chunks * kRowBlock;
+            const size_t re = std::min(static_cast<size_t>(n_out), n_blocks * (c + 1) / n_chunks * kRowBlock);
+            quant::vec_dot_tile(w.type, w.n_cols, static_cast<int64_t>(re - rb), 1, y.ptr() + rb,
+                                static_cast<size_t>(n_out), w.row(static_cast<int64_t>(rb)), w.row_stride, xq,
+                                x_stride, &scratch.pack);
+        });
+        return;
+    }
     // One row block per chunk: threads claim blocks one at a time, so neither waits
     // long for the other at the end (with a few large chunks per thread the last one
     // left a thread idle for a noticeable part of every matmul).
-    const size_t n_blocks = (static_cast<size_t>(n_out) + kRowBlock - 1) / kRowBlock;
     pool_.run(n_blocks, [&](size_t block) {
         const size_t rb = block * kRowBlock;
         const size_t nr = std::min(kRowBlock, static_cast<size_t>(n_out) - rb);
