@@ -27,6 +27,13 @@ constexpr Shape kQwen{16, 8, 128};
 
 using inlay::bench::random_floats;
 
+CpuBackend::Buffer random_buffer(CpuBackend& b, size_t n, uint32_t seed) {
+    const std::vector<float> values = random_floats(n, seed);
+    CpuBackend::Buffer buf = b.alloc(static_cast<int64_t>(n));
+    b.write(buf, 0, values.data(), static_cast<int64_t>(n));
+    return buf;
+}
+
 // One sequence of `depth` positions, the last n_query of them in the batch.
 void bm_attention(benchmark::State& state, Shape s) {
     const int64_t n_query = state.range(0), depth = state.range(1);
@@ -45,8 +52,8 @@ void bm_attention(benchmark::State& state, Shape s) {
     const inlay::BatchLimits limits{1, g.block_size, n_blocks, depth, 0};
     CpuBackend::Batch fill;
     b.prepare_batch(all.desc(), limits, fill);
-    CpuBackend::Buffer k{random_floats(static_cast<size_t>(depth * s.n_kv_heads * s.head_dim), 1)};
-    CpuBackend::Buffer v{random_floats(static_cast<size_t>(depth * s.n_kv_heads * s.head_dim), 2)};
+    CpuBackend::Buffer k = random_buffer(b, static_cast<size_t>(depth * s.n_kv_heads * s.head_dim), 1);
+    CpuBackend::Buffer v = random_buffer(b, static_cast<size_t>(depth * s.n_kv_heads * s.head_dim), 2);
     b.kv_store(kv, 0, k, v, fill);
 
     inlay::BatchBuilder bb;
@@ -54,7 +61,7 @@ void bm_attention(benchmark::State& state, Shape s) {
     for (int64_t p = depth - n_query; p < depth; ++p) bb.add_token(0, static_cast<int32_t>(p), seq);
     CpuBackend::Batch batch;
     b.prepare_batch(bb.desc(), limits, batch);
-    CpuBackend::Buffer q{random_floats(static_cast<size_t>(n_query * s.n_heads * s.head_dim), 3)};
+    CpuBackend::Buffer q = random_buffer(b, static_cast<size_t>(n_query * s.n_heads * s.head_dim), 3);
     auto out = b.alloc(n_query * s.n_heads * s.head_dim);
     auto scratch = b.alloc_scratch(inlay::ScratchShape{n_query, 1, 0, s.n_heads, s.head_dim});
     const float scale = 1.0f / 8.0f;

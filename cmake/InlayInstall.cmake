@@ -20,19 +20,19 @@ install(FILES ${PROJECT_SOURCE_DIR}/include/inlay/inlay.h ${PROJECT_SOURCE_DIR}/
 install(EXPORT inlayTargets NAMESPACE inlay:: FILE inlayTargets.cmake DESTINATION ${INLAY_INSTALL_CMAKEDIR})
 
 # The CUDA backend's runtime dependencies, as lib/ and kernels/ link them: the CUDA runtime
-# statically (CUDA::cudart_static), cuBLAS and NVRTC as shared libraries. (The linker
-# drops NVRTC from DT_NEEDED while the library calls none of it, as today: libinlay.so.1
-# then needs libcublas only; both stay declared, so that the declaration cannot fall
-# behind the link line.) The installed library finds them through its RUNPATH
-# (INSTALL_RPATH_USE_LINK_PATH in capi/CMakeLists.txt).
+# statically (CUDA::cudart_static) and NVRTC as a shared library. cuBLAS is not linked:
+# the backend opens it with dlopen when the first CUDA backend is made
+# (lib/backend/cuda/cublas_library.h), so that a process on the CPU never maps it. (The
+# linker drops NVRTC from DT_NEEDED while the library calls none of it, as today; it stays
+# declared, so that the declaration cannot fall behind the link line.) The installed
+# library finds it through its RUNPATH (INSTALL_RPATH_USE_LINK_PATH in capi/CMakeLists.txt).
 set(INLAY_PC_LIBS_PRIVATE_LINE "")
 if(INLAY_HAVE_CUDA)
   get_filename_component(nvrtc_dir "${CUDA_nvrtc_LIBRARY}" DIRECTORY)
-  set(cuda_dirs "${CUDAToolkit_LIBRARY_DIR}" "${nvrtc_dir}")
-  list(REMOVE_DUPLICATES cuda_dirs)
-  list(TRANSFORM cuda_dirs PREPEND "-L")
-  list(JOIN cuda_dirs " " cuda_dirs)
-  set(INLAY_PC_LIBS_PRIVATE_LINE "Libs.private: ${cuda_dirs} -lcublas -lnvrtc")
+  set(INLAY_PC_LIBS_PRIVATE_LINE "Libs.private: -L${nvrtc_dir} -lnvrtc")
+  foreach(lib IN LISTS CMAKE_DL_LIBS)
+    string(APPEND INLAY_PC_LIBS_PRIVATE_LINE " -l${lib}")
+  endforeach()
 endif()
 
 configure_package_config_file("${PROJECT_SOURCE_DIR}/cmake/inlayConfig.cmake.in"

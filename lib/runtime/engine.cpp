@@ -50,7 +50,7 @@ Engine::Engine(std::shared_ptr<const Model> model, std::shared_ptr<KvBlockPool> 
              "does not match the model's", g.n_layers, g.n_kv_heads, g.head_dim, g.block_size);
     block_size_ = g.block_size;
     workspace_ = ex.new_workspace(options_.step_tokens, options_.max_logit_rows);
-    step_logits_.resize(static_cast<size_t>(options_.max_logit_rows * model_->spec().n_vocab));
+    step_logits_ = ZeroedArray<float>(static_cast<size_t>(options_.max_logit_rows * model_->spec().n_vocab));
     pressure_ = std::make_shared<Pressure>();
     pressure_->engine = this;
     owner_ = pool_->add_owner([p = pressure_] {

@@ -43,6 +43,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/zeroed_array.h"
 #include "model/model.h"
 #include "runtime/kv_block_pool.h"
 #include "runtime/request.h"
@@ -198,7 +199,7 @@ private:
     int32_t owner_ = -1;
     int64_t block_size_ = 0;
     std::unique_ptr<StepWorkspace> workspace_;  // scheduler thread only
-    std::vector<float> step_logits_;            // scheduler thread only
+    ZeroedArray<float> step_logits_;            // scheduler thread only (resident as rows are used)
     BatchBuilder step_batch_;                   // scheduler thread only: reused step after step
     inlay_status step_status_ = INLAY_OK;       // outcome of the last forward pass (scheduler thread)
     std::string step_error_;

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "backend/common/batch.h"
+#include "core/zeroed_array.h"
 #include "model/model.h"
 #include "runtime/kv_block_pool.h"
 #include "speculative/prompt_lookup.h"
@@ -66,7 +67,7 @@ struct DraftContext {
     std::shared_ptr<KvBlockPool> pool;
     int32_t owner = -1;
     std::unique_ptr<StepWorkspace> workspace;
-    std::vector<float> logits;
+    ZeroedArray<float> logits;  // resident as rows are used
     BatchBuilder batch;
     StepCostModel cost;
     double prior_cost = 0.0;     // a draft pass per target decode step, until measured

@@ -80,7 +80,7 @@ DraftContext& Engine::draft_context_locked(const std::shared_ptr<const Model>& d
     ctx->pool = make_kv_pool(ex, po);
     ctx->owner = ctx->pool->add_owner({});
     ctx->workspace = ex.new_workspace(options_.step_tokens, options_.max_logit_rows);
-    ctx->logits.resize(static_cast<size_t>(options_.max_logit_rows * draft->spec().n_vocab));
+    ctx->logits = ZeroedArray<float>(static_cast<size_t>(options_.max_logit_rows * draft->spec().n_vocab));
     // Decode is bound by reading the weights: until a pass is timed, price a draft pass
     // by the weight bytes it reads against the target's.
     const auto target_bytes = static_cast<double>(std::max<uint64_t>(1, model_->weights().file_bytes()));

@@ -3,8 +3,9 @@
  * inlay_model_info.device) on stories260K: the CPU on request and by default, CUDA
  * refused with INLAY_ERR_UNSUPPORTED where no CUDA device can serve (set
  * INLAY_TEST_EXPECT_GPU=1 on a machine where one must), out-of-range values rejected,
- * callers compiled before the device fields still served, and a KV budget taken as a
- * share of the device's free memory.
+ * callers compiled before the device fields still served, a KV budget taken as a
+ * share of the device's free memory, and a process on the CPU never mapping cuBLAS
+ * (the CUDA backend opens it on demand).
  */
 #include <stddef.h>
 #include <stdint.h>
@@ -14,6 +15,17 @@
 static inlay_status load(const char* path, const inlay_model_params* mp, inlay_model** model) {
     *model = NULL;
     return inlay_model_load(path, mp, model);
+}
+
+/* Whether a mapping of this process names `library` (Linux; elsewhere: no). */
+static int maps_library(const char* library) {
+    char line[4096];
+    int found = 0;
+    FILE* maps = fopen("/proc/self/maps", "r");
+    if (!maps) return 0;
+    while (!found && fgets(line, sizeof line, maps)) found = strstr(line, library) != NULL;
+    fclose(maps);
+    return found;
 }
 
 static void check_device_name(inlay_model* model, const char* want_prefix) {
@@ -38,6 +50,8 @@ int main(void) {
     mp.device = INLAY_DEVICE_CPU;
     CHECK_STATUS(load(path, &mp, &model), INLAY_OK);
     if (model) check_device_name(model, "cpu");
+    /* cuBLAS (and its ~140 MiB of resident cublasLt) is not loaded for the CPU. */
+    CHECK(!maps_library("libcublas"));
     inlay_model_free(model);
 
     /* auto: a GPU when one serves, else the CPU. */

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <string>
 
+#include "backend/cuda/cublas_library.h"
 #include "backend/cuda/cuda_backend.h"
 #include "backend/cuda/cuda_error.h"
 #include "core/error.h"
@@ -117,6 +118,29 @@ TEST_CASE("CUDA and cuBLAS errors map to statuses that name the call", "[cuda_ho
         REQUIRE(e.status() == INLAY_ERR_INTERNAL);
         REQUIRE(std::string(e.what()).find("cublasSgemm: CUBLAS_STATUS_INVALID_VALUE") != std::string::npos);
     }
+}
+
+TEST_CASE("cuBLAS is opened on demand, every entry point resolved; failures name the library", "[cuda_host]") {
+    // The toolkit this build was configured with has it (CI's too), GPU or not.
+    const CublasApi& api = cublas();
+    CHECK(api.create != nullptr);
+    CHECK(api.destroy != nullptr);
+    CHECK(api.set_stream != nullptr);
+    CHECK(api.sgemm != nullptr);
+    CHECK(api.saxpy != nullptr);
+    CHECK(&cublas() == &api);  // once per process
+    CHECK(std::string(cublas_soname()).rfind("libcublas.so.", 0) == 0);
+
+    CublasApi other;
+    std::string why;
+    CHECK_FALSE(load_cublas_api("libinlay-test-no-such-cublas.so", other, why));
+    CHECK(why.find("libinlay-test-no-such-cublas.so") != std::string::npos);
+    CHECK(other.create == nullptr);
+    // A library that is not cuBLAS: the missing symbol is named.
+    why.clear();
+    CHECK_FALSE(load_cublas_api("libm.so.6", other, why));
+    CHECK(why.find("cublasCreate_v2") != std::string::npos);
+    CHECK(other.create == nullptr);
 }
 
 TEST_CASE("without a CUDA device: a clear status, and auto runs on the CPU", "[cuda_host]") {

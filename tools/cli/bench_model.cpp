@@ -133,7 +133,18 @@ std::string membw_text(std::optional<double> membw, bool measured) {
 }  // namespace
 
 int run_model_bench(const ModelBench& b) {
-    LoadedModel loaded = load_model(b.model_path, b.n_threads, plan_context_length(b.tests), !b.json, b.device);
+    // One sequence of the longest test's context, as llama-bench holds (its n_ctx): the
+    // library's default budget (several sessions' worth) would let the runs' cached
+    // blocks spread over more memory than the bench ever attends.
+    const int32_t context_length = plan_context_length(b.tests);
+    const int64_t kv_slots = (int64_t{context_length} + 15) / 16 * 16 + 2 * 16;  // + two blocks of slack
+    int64_t kv_budget = 0;
+    try {
+        kv_budget = static_cast<int64_t>(kv_bytes_per_position_f16_of_file(b.model_path) * static_cast<double>(kv_slots));
+    } catch (const std::runtime_error&) {
+        // Unreadable or not a model: load_model reports it (after the command line's checks).
+    }
+    LoadedModel loaded = load_model(b.model_path, b.n_threads, context_length, !b.json, b.device, kv_budget);
     Session session(loaded.model);
     const inlay_model_info info = loaded.model.info();
     TokenSource source(info.n_vocab);

@@ -7,6 +7,7 @@
 #include "core/error.h"
 #include "core/tensor_view.h"
 #include "io/gguf_reader.h"
+#include "model/families/family.h"
 #include "model/families/hf_source.h"
 
 namespace inlay::cli {
@@ -23,15 +24,32 @@ uint64_t decode_weight_bytes(const std::vector<TensorView>& tensors) {
     return bytes;
 }
 
-uint64_t decode_weight_bytes_of_file(const std::string& path) {
+namespace {
+
+// Runs `read` on the model at `path` opened as a WeightSource (GGUF file or HF folder).
+template <class F>
+auto with_source(const std::string& path, F&& read) {
     try {
         std::error_code ec;
-        if (std::filesystem::is_directory(path, ec)) return decode_weight_bytes(HfModelSource::open(path)->tensors());
-        return decode_weight_bytes(GgufFile::open(path)->tensors());
+        if (std::filesystem::is_directory(path, ec)) return read(*HfModelSource::open(path));
+        return read(*GgufFile::open(path));
     } catch (const Error& e) {
         // The library's internal error type; the caller knows only the wrapper's.
         throw std::runtime_error(std::string(inlay_status_name(e.status())) + ": " + e.what());
     }
+}
+
+}  // namespace
+
+uint64_t decode_weight_bytes_of_file(const std::string& path) {
+    return with_source(path, [](const WeightSource& s) { return decode_weight_bytes(s.tensors()); });
+}
+
+double kv_bytes_per_position_f16_of_file(const std::string& path) {
+    return with_source(path, [](const WeightSource& s) {
+        const DecoderSpec spec = spec_from_gguf_metadata(s.metadata());
+        return kv_bytes_per_position_f16(spec.n_layers, spec.n_kv_heads, spec.head_dim);
+    });
 }
 
 double kv_bytes_per_position(const KvGeometry& geometry) {

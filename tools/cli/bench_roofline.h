@@ -25,6 +25,11 @@ uint64_t decode_weight_bytes(const std::vector<TensorView>& tensors);
 // std::runtime_error when the file cannot be read.
 uint64_t decode_weight_bytes_of_file(const std::string& path);
 
+// The f16 K and V bytes of one position over all layers of the model at `path`, from its
+// metadata alone (the same spec the library derives). Throws std::runtime_error when the
+// file cannot be read.
+double kv_bytes_per_position_f16_of_file(const std::string& path);
+
 // K and V bytes of one position over all layers.
 double kv_bytes_per_position(const KvGeometry& geometry);
 // Same for the engine's default cache: f16 K and V.

@@ -49,8 +49,9 @@ void apply_device(const std::string& text, ModelOptions& options) {
 }
 
 LoadedModel load_model(const std::string& path, int32_t n_threads, int32_t context_length, bool show_progress,
-                       const std::string& device) {
+                       const std::string& device, int64_t kv_budget_bytes) {
     ModelOptions options;
+    options.kv_budget_bytes = kv_budget_bytes;
     apply_device(device, options);
     options.n_threads = n_threads;
     options.context_length = context_length;

@@ -22,8 +22,9 @@ void apply_device(const std::string& text, ModelOptions& options);
 
 // Loads `path` on `device` ("auto", "cpu", "cuda", "cuda:N"; UsageError otherwise).
 // Shows a progress bar on stderr when `show_progress` is set and stderr is a terminal.
-// Throws inlay::Error on failure.
+// kv_budget_bytes: the KV cache's budget (0: the library's default). Throws inlay::Error
+// on failure.
 LoadedModel load_model(const std::string& path, int32_t n_threads, int32_t context_length, bool show_progress,
-                       const std::string& device = "auto");
+                       const std::string& device = "auto", int64_t kv_budget_bytes = 0);
 
 }  // namespace inlay::cli

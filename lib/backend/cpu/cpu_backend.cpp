@@ -43,9 +43,7 @@ DeviceMemory CpuBackend::memory_info() const {
 
 CpuBackend::Buffer CpuBackend::alloc(int64_t n_floats) {
     if (n_floats < 0) fail(INLAY_ERR_INVALID_ARGUMENT, "CpuBackend::alloc: negative size {}", n_floats);
-    Buffer b;
-    b.data.resize(static_cast<size_t>(n_floats));
-    return b;
+    return Buffer{ZeroedArray<float>(static_cast<size_t>(n_floats))};
 }
 
 CpuBackend::Weight CpuBackend::upload_matrix(const TensorView& view) {
@@ -98,7 +96,7 @@ CpuBackend::Scratch CpuBackend::alloc_scratch(const ScratchShape& shape) {
     const int64_t padded = (shape.max_in + 255) / 256 * 256;
     for (DType t : {DType::F16, DType::BF16, DType::Q8_0, DType::Q8_1, DType::Q8_K})
         if (const auto r = row_bytes(t, padded)) row = std::max(row, *r);
-    s.converted.resize(row * static_cast<size_t>(shape.max_tokens));
+    s.converted = ZeroedArray<std::byte>(row * static_cast<size_t>(shape.max_tokens));
     s.up = alloc(shape.max_tokens * shape.n_ff);
     if (shape.head_dim > 0 && shape.n_heads > 0) {
         s.attn_slots = kAttnSlotsPerThread * pool_.size();

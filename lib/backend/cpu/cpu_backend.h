@@ -1,5 +1,5 @@
 // CpuBackend: the reference backend. Weights are zero-copy views of the mapped file,
-// activations are std::vector<float>, every op is split across the backend's
+// activations are host arrays (resident only where a step writes them), every op is split across the backend's
 // ThreadPool and runs synchronously (so read() and synchronize() have nothing to wait
 // for). Each op is correct for any size; the hot ones (matmul, attention) use the SIMD
 // kernels of lib/quant. Results are batch invariant: every op computes a token's
@@ -14,6 +14,7 @@
 
 #include "backend/concepts.h"
 #include "core/thread_pool.h"
+#include "core/zeroed_array.h"
 #include "quant/vec_dot.h"
 
 namespace inlay {
@@ -21,7 +22,7 @@ namespace inlay {
 class CpuBackend {
 public:
     struct Buffer {
-        std::vector<float> data;
+        ZeroedArray<float> data;
         [[nodiscard]] float* ptr() { return data.data(); }
         [[nodiscard]] const float* ptr() const { return data.data(); }
         [[nodiscard]] size_t size() const { return data.size(); }
@@ -87,7 +88,7 @@ public:
     // slot of attention_slot_floats(attn_head_dim) per parallel chunk (query rows, their
     // accumulators, a converted K and V chunk) and the tile starts of a batch.
     struct Scratch {
-        std::vector<std::byte> converted;
+        ZeroedArray<std::byte> converted;
         quant::TilePack pack;
         Buffer up;
         std::vector<float> attn;

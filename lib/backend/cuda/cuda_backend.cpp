@@ -44,14 +44,15 @@ CudaBackend::CudaBackend(int device_index) : device_(device_index) {
         fail(INLAY_ERR_UNSUPPORTED, "no CUDA device {}: {} usable{}{}", device_index, n, why.empty() ? "" : "; ", why);
     check_cuda(cudaSetDevice(device_), "cudaSetDevice");
     check_cuda(cudaGetDeviceProperties(&props_, device_), "cudaGetDeviceProperties");
+    blas_ = &cuda_backend::cublas();
     check_cuda(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
-    const cublasStatus_t s = cublasCreate(&cublas_);
+    const cublasStatus_t s = blas_->create(&cublas_);
     if (s != CUBLAS_STATUS_SUCCESS) {
         (void)cudaStreamDestroy(stream_);
         check_cublas(s, "cublasCreate");
     }
-    if (const cublasStatus_t st = cublasSetStream(cublas_, stream_); st != CUBLAS_STATUS_SUCCESS) {
-        (void)cublasDestroy(cublas_);
+    if (const cublasStatus_t st = blas_->set_stream(cublas_, stream_); st != CUBLAS_STATUS_SUCCESS) {
+        (void)blas_->destroy(cublas_);
         (void)cudaStreamDestroy(stream_);
         check_cublas(st, "cublasSetStream");
     }
@@ -60,7 +61,7 @@ CudaBackend::CudaBackend(int device_index) : device_(device_index) {
 CudaBackend::~CudaBackend() {
     (void)cudaSetDevice(device_);
     if (stream_) (void)cudaStreamSynchronize(stream_);
-    if (cublas_) (void)cublasDestroy(cublas_);
+    if (cublas_) (void)blas_->destroy(cublas_);
     if (stream_) (void)cudaStreamDestroy(stream_);
 }
 

@@ -1,7 +1,8 @@
 // CudaBackend: the Backend concept on one NVIDIA GPU. It owns its device context (the
 // device is made current on every entry), one non-blocking stream on which every op is
 // enqueued in order, a cuBLAS handle bound to that stream, and all device memory it
-// hands out; no globals, no thread-local handles. Ops enqueue and return; read(),
+// hands out; no globals, no thread-local handles (cuBLAS itself is loaded once per
+// process, on the first backend: cublas_library.h). Ops enqueue and return; read(),
 // kv_read_block() and synchronize() wait for the stream.
 //
 // Weights stay in their stored format (no dequantized copies); few-token matmuls run the
@@ -24,6 +25,7 @@
 #include <vector>
 
 #include "backend/concepts.h"
+#include "backend/cuda/cublas_library.h"
 #include "backend/cuda/cuda_plans.h"
 #include "backend/cuda/device_memory.h"
 
@@ -159,6 +161,7 @@ private:
     int device_ = 0;
     cudaDeviceProp props_{};
     cudaStream_t stream_ = nullptr;
+    const cuda_backend::CublasApi* blas_ = nullptr;  // loaded on demand (cublas_library.h)
     cublasHandle_t cublas_ = nullptr;
 };
 

@@ -85,7 +85,7 @@ void CudaBackend::matmul(const Weight& w, const Buffer& x, int64_t n_tokens, Buf
             return;
         case cuda_backend::MatmulPath::gemm_f32:
             // Row-major W [n_out][n_in] is column-major W^T; Y^T = W X^T in column-major.
-            check_cublas(cublasSgemm(cublas_, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(n_out),
+            check_cublas(blas_->sgemm(cublas_, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(n_out),
                                      static_cast<int>(n_tokens), static_cast<int>(n_in), &one,
                                      static_cast<const float*>(w.data()), static_cast<int>(w.row_stride / sizeof(float)),
                                      x.ptr(), static_cast<int>(n_in), &zero, y.ptr(), static_cast<int>(n_out)),
@@ -99,7 +99,7 @@ void CudaBackend::matmul(const Weight& w, const Buffer& x, int64_t n_tokens, Buf
                                             static_cast<const int32_t*>(scratch.iota.get()), nr, scratch.dequant.ptr(),
                                             n_in, nullptr, stream_),
                            "embed_rows (dequantize)");
-                check_cublas(cublasSgemm(cublas_, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(nr),
+                check_cublas(blas_->sgemm(cublas_, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(nr),
                                          static_cast<int>(n_tokens), static_cast<int>(n_in), &one,
                                          scratch.dequant.ptr(), static_cast<int>(n_in), x.ptr(), static_cast<int>(n_in),
                                          &zero, y.ptr() + r0, static_cast<int>(n_out)),
@@ -193,7 +193,7 @@ void CudaBackend::add(Buffer& x, const Buffer& y, int64_t n) {
     if (n == 0) return;
     make_current();
     const float one = 1.0f;  // x + 1 * y: one rounding, as x += y
-    check_cublas(cublasSaxpy(cublas_, static_cast<int>(n), &one, y.ptr(), 1, x.ptr(), 1), "cublasSaxpy");
+    check_cublas(blas_->saxpy(cublas_, static_cast<int>(n), &one, y.ptr(), 1, x.ptr(), 1), "cublasSaxpy");
 }
 
 void CudaBackend::gather_logit_rows(const Buffer& x, const Batch& batch, int64_t row_length, Buffer& out) {
