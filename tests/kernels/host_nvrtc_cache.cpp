@@ -365,6 +365,18 @@ TEST_CASE("a cache that cannot write still compiles, and caching can be off", "[
     CHECK(cache->stats().store_failures == 2);
     CHECK(read_file(file) == "not a directory");
 
+    // A directory where the entry should be: unreadable and not replaceable.
+    const fs::path dir = tmp.path() / "blocked";
+    nvrtc::CompileCache blocked(dir, 12040);
+    fs::create_directories(blocked.entry_path(req) / "inside");
+    CHECK_FALSE(blocked.lookup(req));
+    CHECK(blocked.stats().rejected == 1);
+    CHECK(blocked.stats().misses == 1);
+    CHECK_FALSE(blocked.store(req, r));
+    CHECK(blocked.stats().store_failures == 1);
+    CHECK(blocked.last_error().find("cannot write") != std::string::npos);
+    CHECK(directory_names(dir) == std::vector<std::string>{blocked.entry_path(req).filename().string()});
+
     nvrtc::CompileCache off({}, 12040);
     CHECK_FALSE(off.enabled());
     CHECK(off.entry_path(req).empty());
