@@ -75,19 +75,17 @@ DecodedEntry reject(std::string why) {
     return d;
 }
 
-// Unique per process (pid and start time), so temporaries never clash across processes
-// or hosts sharing a directory; the counter separates those of one process.
+// Unique across processes (the pid, read at every call: a forked child must not reuse its
+// parent's), across hosts sharing a directory (the time) and within a process (the counter).
 std::string temporary_suffix() {
 #ifdef _WIN32
-    static const long long pid = _getpid();
+    const long long pid = _getpid();
 #else
-    static const long long pid = getpid();
+    const long long pid = getpid();
 #endif
-    static const std::uint64_t stamp =
-        static_cast<std::uint64_t>(std::chrono::high_resolution_clock::now().time_since_epoch().count());
+    const auto stamp = std::chrono::system_clock::now().time_since_epoch().count();
     static std::atomic<std::uint64_t> counter{0};
-    return ".tmp-" + std::to_string(pid) + "-" + std::to_string(stamp % 1000000007u) + "-" +
-           std::to_string(counter.fetch_add(1));
+    return ".tmp-" + std::to_string(pid) + "-" + std::to_string(stamp) + "-" + std::to_string(counter.fetch_add(1));
 }
 
 }  // namespace

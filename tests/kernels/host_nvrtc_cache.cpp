@@ -1,8 +1,8 @@
 // The on-disk NVRTC cache (kernels/cuda/nvrtc_cache.h), without a GPU: a second compile
 // is a hit with the same bytes, every key component changes the entry, corrupt or foreign
 // entries are rejected and rewritten, a cache that cannot write still compiles, failures
-// are not stored, and concurrent compilers (threads, two caches on one directory) all get
-// the same result with no temporary left behind. Real NVRTC compilations are few (14, of
+// are not stored, and concurrent compilers (threads, two caches on one directory, processes)
+// all get the same result with no temporary left behind. Real NVRTC compilations are few (14, of
 // a tiny kernel); the rest works on keys and entry bytes directly.
 #include <atomic>
 #include <catch2/catch.hpp>
@@ -15,6 +15,11 @@
 #include <string>
 #include <thread>
 #include <vector>
+
+#ifndef _WIN32
+#include <sys/wait.h>
+#include <unistd.h>
+#endif
 
 #include "nvrtc_cache.h"
 
@@ -459,3 +464,43 @@ TEST_CASE("concurrent compilers of one request agree and leave no temporaries", 
     CHECK(directory_names(tmp.path()) == std::vector<std::string>{a.entry_path(req).filename().string()});
     CHECK(same_result(*a.lookup(req), results[0]));
 }
+
+#ifndef _WIN32
+TEST_CASE("processes sharing a directory never read a partial entry", "[kernels][nvrtc_cache]") {
+    // No compiling: three forked processes store and read a 1 MB entry at once, so a
+    // write that was not atomic would be seen half done.
+    TempDir tmp;
+    const nvrtc::Request req = small_request();
+    nvrtc::Result big = fake_result();
+    big.image.assign(std::size_t{1} << 20, 'i');
+    for (std::size_t i = 0; i < big.image.size(); i += 4096) big.image[i] = static_cast<char>(i >> 12);
+    constexpr int processes = 3, rounds = 30;
+    std::vector<pid_t> children;
+    for (int p = 0; p < processes; ++p) {
+        const pid_t pid = fork();
+        REQUIRE(pid >= 0);
+        if (pid == 0) {
+            nvrtc::CompileCache cache(tmp.path(), 12040);
+            int bad = 0;
+            for (int k = 0; k < rounds; ++k) {
+                if (!cache.store(req, big)) ++bad;
+                const std::optional<nvrtc::Result> hit = cache.lookup(req);
+                if (!hit || !same_result(*hit, big)) ++bad;
+            }
+            _exit(bad == 0 ? 0 : 1);
+        }
+        children.push_back(pid);
+    }
+    for (const pid_t pid : children) {
+        int status = 0;
+        REQUIRE(waitpid(pid, &status, 0) == pid);
+        CHECK(WIFEXITED(status));
+        CHECK(WEXITSTATUS(status) == 0);
+    }
+    nvrtc::CompileCache cache(tmp.path(), 12040);
+    CHECK(directory_names(tmp.path()) == std::vector<std::string>{cache.entry_path(req).filename().string()});
+    const std::optional<nvrtc::Result> hit = cache.lookup(req);
+    REQUIRE(hit);
+    CHECK(same_result(*hit, big));
+}
+#endif
