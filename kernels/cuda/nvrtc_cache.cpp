@@ -239,7 +239,7 @@ std::optional<Result> CompileCache::lookup(const Request& request) {
 }
 
 bool CompileCache::store(const Request& request, const Result& result) {
-    if (!enabled() || !result.ok()) return false;
+    if (!enabled() || !result.ok() || result.image.empty()) return false;
     const fs::path path = entry_path(request);
     std::error_code ec;
     fs::create_directories(directory_, ec);  // again: it may have been removed since

@@ -95,7 +95,7 @@ public:
     [[nodiscard]] std::optional<Result> lookup(const Request& request);
 
     // Writes the entry of a successful result atomically; false (and last_error) if it
-    // could not. Failed results are never stored.
+    // could not. Failed results (and empty images) are never stored.
     bool store(const Request& request, const Result& result);
 
     // lookup, else nvrtc::compile and, when it succeeded, store.

@@ -409,6 +409,9 @@ TEST_CASE("a failed compilation is not stored", "[kernels][nvrtc_cache]") {
     CHECK(cache.stats().stores == 0);
     CHECK(cache.stats().store_failures == 0);
     CHECK_FALSE(cache.store(req, cache.compile(req)));
+    nvrtc::Result empty = fake_result();
+    empty.image.clear();
+    CHECK_FALSE(cache.store(req, empty));  // would never decode
     CHECK(directory_names(tmp.path()).empty());
     CHECK(cache.last_error().empty());
 }
