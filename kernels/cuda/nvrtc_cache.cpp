@@ -137,7 +137,8 @@ std::string encode_cache_entry(std::string_view key, const Result& result) {
 }
 
 DecodedEntry decode_cache_entry(std::string_view bytes, std::string_view key) {
-    if (bytes.size() < cache_entry_header_bytes + 8) return reject("truncated (" + std::to_string(bytes.size()) + " bytes)");
+    if (bytes.size() < cache_entry_header_bytes + 8)
+        return reject("truncated (" + std::to_string(bytes.size()) + " bytes)");
     if (bytes.size() > cache_entry_max_bytes) return reject("too large");
     if (std::memcmp(bytes.data(), entry_magic, sizeof entry_magic) != 0) return reject("not a cache entry (magic)");
 
