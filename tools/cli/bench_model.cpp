@@ -138,12 +138,15 @@ int run_model_bench(const ModelBench& b) {
     // blocks spread over more memory than the bench ever attends.
     const int32_t context_length = plan_context_length(b.tests);
     const int64_t kv_slots = (int64_t{context_length} + 15) / 16 * 16 + 2 * 16;  // + two blocks of slack
-    int64_t kv_budget = 0;
+    // The engine's KV cache holds f16 K and V (its default, which `inlay bench` keeps);
+    // the same figure sizes the budget and the decode bytes per token below.
+    double kv_position = 0.0;
     try {
-        kv_budget = static_cast<int64_t>(kv_bytes_per_position_f16_of_file(b.model_path) * static_cast<double>(kv_slots));
+        kv_position = kv_bytes_per_position_f16_of_file(b.model_path);
     } catch (const std::runtime_error&) {
         // Unreadable or not a model: load_model reports it (after the command line's checks).
     }
+    const auto kv_budget = static_cast<int64_t>(kv_position * static_cast<double>(kv_slots));
     LoadedModel loaded = load_model(b.model_path, b.n_threads, context_length, !b.json, b.device, kv_budget);
     Session session(loaded.model);
     const inlay_model_info info = loaded.model.info();
@@ -165,8 +168,6 @@ int run_model_bench(const ModelBench& b) {
     const int threads = resolved_threads(b.n_threads);
 
     const uint64_t weight_bytes = decode_weight_bytes_of_file(b.model_path);
-    // The engine's KV cache holds f16 K and V (its default, which `inlay bench` keeps).
-    const double kv_position = kv_bytes_per_position_f16(info.n_layers, info.n_kv_heads, info.head_dim);
     for (TestResult& r : results)
         if (!r.test.is_pp()) r.bytes_per_token = decode_bytes_per_token(weight_bytes, kv_position, r.test.n_depth, r.test.n_gen);
     std::optional<double> membw = b.membw_bytes_per_s;
