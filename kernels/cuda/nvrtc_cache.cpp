@@ -43,20 +43,8 @@ public:
     [[nodiscard]] std::size_t left() const { return data_.size() - pos_; }
     [[nodiscard]] std::size_t pos() const { return pos_; }
 
-    bool u32(std::uint32_t& v) {
-        if (left() < 4) return false;
-        v = 0;
-        for (int i = 0; i < 4; ++i) v |= std::uint32_t{static_cast<unsigned char>(data_[pos_ + i])} << (8 * i);
-        pos_ += 4;
-        return true;
-    }
-    bool u64(std::uint64_t& v) {
-        if (left() < 8) return false;
-        v = 0;
-        for (int i = 0; i < 8; ++i) v |= std::uint64_t{static_cast<unsigned char>(data_[pos_ + i])} << (8 * i);
-        pos_ += 8;
-        return true;
-    }
+    bool u32(std::uint32_t& v) { return little_endian(v); }
+    bool u64(std::uint64_t& v) { return little_endian(v); }
     bool bytes(std::uint64_t n, std::string_view& out) {
         if (n > left()) return false;
         out = data_.substr(pos_, static_cast<std::size_t>(n));
@@ -65,6 +53,16 @@ public:
     }
 
 private:
+    // An unsigned integer stored little-endian at the read position.
+    template <class U>
+    bool little_endian(U& v) {
+        if (left() < sizeof(U)) return false;
+        v = 0;
+        for (std::size_t i = 0; i < sizeof(U); ++i) v |= U{static_cast<unsigned char>(data_[pos_ + i])} << (8 * i);
+        pos_ += sizeof(U);
+        return true;
+    }
+
     std::string_view data_;
     std::size_t pos_ = 0;
 };
