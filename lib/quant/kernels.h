@@ -40,6 +40,15 @@ void amx_pack_q8_0(int64_t n, int64_t n_tokens, const void* x, size_t x_stride, 
 void amx_tile_q8_0(int64_t n, int64_t n_rows, int64_t n_tokens, float* result, size_t result_stride, const void* w,
                    size_t w_stride, const std::byte* packed);
 
+// AMX K-quant tiles (Q4_K, Q5_K, Q6_K against Q8_K), vec_dot_tile_amx_kquants.cpp, in the
+// same shape: amx_pack_q8_k writes amx_pack_q8_k_bytes(n, n_tokens) bytes that
+// amx_tile_kquant reads. amx_kquant_type: the build has these tiles for `weight`.
+bool amx_kquant_type(DType weight);
+size_t amx_pack_q8_k_bytes(int64_t n, int64_t n_tokens);
+void amx_pack_q8_k(int64_t n, int64_t n_tokens, const void* x, size_t x_stride, std::byte* out);
+void amx_tile_kquant(DType weight, int64_t n, int64_t n_rows, int64_t n_tokens, float* result, size_t result_stride,
+                     const void* w, size_t w_stride, const std::byte* packed);
+
 // AVX2 K-quant kernels (Q4_K, Q5_K, Q6_K; nullptr for other types or without AVX2).
 VecDotFn avx2_kquant_kernel(DType weight);
 VecDotRowsFn avx2_kquant_rows_kernel(DType weight);

@@ -64,7 +64,7 @@ void vec_dot_rows(DType weight, int64_t n, int64_t n_rows, float* result, const 
                   const void* x_row);
 
 // Activations of a matrix product prepared once for the matrix-unit tile kernels (AMX on
-// x86, for Q8_0 weights): the tokens' quants regrouped into the layout a tile load
+// x86, for Q8_0 and K-quant weights): the tokens' quants regrouped into the layout a tile load
 // reads. Empty where this CPU, the weight type or a single token has no use for it.
 // Holds its own copy: x may change or go away afterwards.
 class TilePack {

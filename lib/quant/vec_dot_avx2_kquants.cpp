@@ -1,6 +1,8 @@
 // AVX2 dot kernels of the K-quants against Q8_K activations. Per super-block and row:
 // integer dot products of each sub-block (maddubs), weighted by the sub-block scales
-// (madd), one float FMA with d_w * d_x; the Q4_K / Q5_K mins and the Q6_K +32 offset
+// (madd), summed across the lanes into the super-block's exact total, which goes into a
+// float accumulator with one FMA by d_w * d_x (the reference's order, which the AMX tiles
+// also keep, so all of them agree bitwise); the Q4_K / Q5_K mins and the Q6_K +32 offset
 // are applied through the activations' block sums (bsums), so they cost one madd per
 // super-block instead of work per weight.
 //
@@ -15,27 +17,12 @@
 #include "core/half.h"
 #include "quant/blocks.h"
 #include "quant/avx2_blocks.h"
+#include "quant/avx2_kquant_levels.h"
 
 namespace inlay::quant::detail {
 namespace {
 
 using namespace avx2;
-
-// The eight 6-bit scales and mins of a Q4_K / Q5_K super-block as bytes
-// [sc0..sc7, m0..m7]. With the 12 packed bytes read as 32-bit words a, b, c:
-// sc0-3 = a & 0x3f.., m0-3 = b & 0x3f.., and sc4-7 / m4-7 take their low nibbles from c
-// (low / high halves of its bytes) and their top two bits from bits 6-7 of a / b.
-inline __m128i unpack_k_scales(const uint8_t* packed) {
-    const __m128i v = _mm_setr_epi32(static_cast<int32_t>(load_u32(packed)), static_cast<int32_t>(load_u32(packed + 4)),
-                                      static_cast<int32_t>(load_u32(packed + 8)), 0);
-    const __m128i low6 = _mm_and_si128(v, _mm_set1_epi32(0x3f3f3f3f));                            // [sc0-3, m0-3, ...]
-    const __m128i top2 = _mm_and_si128(_mm_srli_epi32(v, 2), _mm_set1_epi32(0x30303030));         // [a's, b's, ...]
-    const __m128i c = _mm_shuffle_epi32(v, _MM_SHUFFLE(2, 2, 2, 2));
-    const __m128i nib = _mm_and_si128(_mm_srlv_epi32(c, _mm_setr_epi32(0, 0, 4, 4)), _mm_set1_epi32(0x0f0f0f0f));
-    const __m128i lo = _mm_shuffle_epi32(low6, _MM_SHUFFLE(1, 1, 0, 0));
-    const __m128i hi = _mm_or_si128(_mm_shuffle_epi32(top2, _MM_SHUFFLE(1, 1, 0, 0)), nib);
-    return _mm_blend_epi32(lo, hi, 0b1010);
-}
 
 // m_j * (bsums[2j] + bsums[2j+1]) in int32 lane j, from the unpacked scales.
 inline __m256i k_min_products(__m128i scales_mins, __m256i bsums) {
@@ -50,42 +37,22 @@ inline __m256i broadcast16_pick(int j) {
     return _mm256_set1_epi16(both);
 }
 
-// Bit `shift` of each byte of qh, moved to bit 4 (the fifth bit of a Q5_K level).
-template <int Shift>
-inline __m256i fifth_bit(__m256i qh) {
-    return _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, Shift), _mm256_set1_epi8(1)), 4);
+// [sum of a's lanes, sum of b's lanes, the same again]: a super-block's exact integer
+// totals, from the lane sums the maddubs/madd products leave.
+inline __m128i lane_totals(__m256i a, __m256i b) {
+    const __m256i h = _mm256_hadd_epi32(a, b);
+    const __m256i hh = _mm256_hadd_epi32(h, h);
+    return _mm_add_epi32(_mm256_castsi256_si128(hh), _mm256_extracti128_si256(hh, 1));
 }
 
-// The 128 levels (0..63, stored +32) of half h of a Q6_K super-block as four vectors of
-// 32: q[k] holds values 32k..32k+31 of the half (low 4 bits from ql, top 2 from qh).
-inline void q6_levels(const BlockQ6_K& b, int h, __m256i (&q)[4]) {
-    const __m256i low4 = _mm256_set1_epi8(15);
-    const __m256i low2 = _mm256_set1_epi8(3);
-    const __m256i ql0 = load32(b.ql + 64 * h);
-    const __m256i ql1 = load32(b.ql + 64 * h + 32);
-    const __m256i qh = load32(b.qh + 32 * h);
-    q[0] = _mm256_or_si256(_mm256_and_si256(ql0, low4), _mm256_slli_epi16(_mm256_and_si256(qh, low2), 4));
-    q[1] = _mm256_or_si256(_mm256_and_si256(ql1, low4),
-                           _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2), low2), 4));
-    q[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql0, 4), low4),
-                           _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 4), low2), 4));
-    q[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql1, 4), low4),
-                           _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 6), low2), 4));
+// The K-quants' float order (vec_dot_reference.cpp): lane 0 of acc gets
+// fma(float(sumi), d_x * d_w, acc), lane 1 fma(float(summ), d_x * dmin, acc_min).
+inline __m128 fuse_totals(__m128i totals, float scale, float scale_min, __m128 acc) {
+    return _mm_fmadd_ps(_mm_cvtepi32_ps(totals), _mm_setr_ps(scale, scale_min, 0.0f, 0.0f), acc);
 }
 
-// Levels of chunk C (64 values) of a Q4_K / Q5_K super-block: values 64C..64C+31 in lo,
-// 64C+32..64C+63 in hi (plus the fifth bit from qh for Q5_K).
-template <bool Q5, int C, class Block>
-inline void affine_levels(const Block& b, __m256i qh, __m256i& lo, __m256i& hi) {
-    const __m256i low4 = _mm256_set1_epi8(15);
-    const __m256i q = load32(b.qs + 32 * C);
-    lo = _mm256_and_si256(q, low4);
-    hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), low4);
-    if constexpr (Q5) {
-        lo = _mm256_or_si256(lo, fifth_bit<2 * C>(qh));
-        hi = _mm256_or_si256(hi, fifth_bit<2 * C + 1>(qh));
-    }
-}
+// acc - acc_min of a fuse_totals accumulator.
+inline float affine_result(__m128 acc) { return _mm_cvtss_f32(acc) - _mm_cvtss_f32(_mm_movehdup_ps(acc)); }
 
 // Q4_K (Q5 = false) and Q5_K (Q5 = true).
 template <bool Q5, int R>
@@ -93,11 +60,11 @@ void dot_affine_k(int64_t n, float* result, const uint8_t* w, size_t stride, con
     using Block = std::conditional_t<Q5, BlockQ5_K, BlockQ4_K>;
     const auto* x = static_cast<const BlockQ8_K*>(x_row);
     const Block* wr[R];
-    __m256 acc[R], acc_min[R];
+    __m128 acc[R];  // lane 0 the sumi accumulator, lane 1 the mins' (fuse_totals)
+    __m256i mins[R];
     for (int r = 0; r < R; ++r) {
         wr[r] = row_as<Block>(w, stride, r);
-        acc[r] = _mm256_setzero_ps();
-        acc_min[r] = _mm256_setzero_ps();
+        acc[r] = _mm_setzero_ps();
     }
     for (int64_t b = 0; b < n / kQK_K; ++b) {
         const BlockQ8_K& xb = x[b];
@@ -111,8 +78,7 @@ void dot_affine_k(int64_t n, float* result, const uint8_t* w, size_t stride, con
             const __m128i sm = unpack_k_scales(wb.scales);
             const __m128i sc16 = _mm_cvtepu8_epi16(sm);
             scales16[r] = _mm256_set_m128i(sc16, sc16);
-            const __m256i mins = k_min_products(sm, bsums);
-            acc_min[r] = _mm256_fmadd_ps(_mm256_set1_ps(xb.d * f16_to_f32(wb.dmin)), _mm256_cvtepi32_ps(mins), acc_min[r]);
+            mins[r] = k_min_products(sm, bsums);
             sumi[r] = _mm256_setzero_si256();
             if constexpr (Q5) qh[r] = load32(wb.qh);
         }
@@ -131,11 +97,11 @@ void dot_affine_k(int64_t n, float* result, const uint8_t* w, size_t stride, con
         chunk.template operator()<1>();
         chunk.template operator()<2>();
         chunk.template operator()<3>();
-        for (int r = 0; r < R; ++r) {
-            acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(xb.d * f16_to_f32(wr[r][b].d)), _mm256_cvtepi32_ps(sumi[r]), acc[r]);
-        }
+        for (int r = 0; r < R; ++r)
+            acc[r] = fuse_totals(lane_totals(sumi[r], mins[r]), xb.d * f16_to_f32(wr[r][b].d),
+                                 xb.d * f16_to_f32(wr[r][b].dmin), acc[r]);
     }
-    for (int r = 0; r < R; ++r) result[r] = hsum(acc[r]) - hsum(acc_min[r]);
+    for (int r = 0; r < R; ++r) result[r] = affine_result(acc[r]);
 }
 
 // Q4_K / Q5_K token tiles: dot_affine_k's arithmetic per (row, token) pair (the same
@@ -151,27 +117,20 @@ struct AffineKTile {
         const BlockQ8_K* xr[T];
         for (int r = 0; r < R; ++r) wr[r] = row_as<Block>(w, w_stride, r);
         for (int t = 0; t < T; ++t) xr[t] = row_as<BlockQ8_K>(x, x_stride, t);
-        __m256 acc[R][T], acc_min[R][T];
-        for (int r = 0; r < R; ++r) {
-            for (int t = 0; t < T; ++t) {
-                acc[r][t] = _mm256_setzero_ps();
-                acc_min[r][t] = _mm256_setzero_ps();
-            }
-        }
+        __m128 acc[R][T];  // fuse_totals accumulators
+        for (int r = 0; r < R; ++r)
+            for (int t = 0; t < T; ++t) acc[r][t] = _mm_setzero_ps();
         for (int64_t b = 0; b < n / kQK_K; ++b) {
             __m256i scales16[R];
             __m256i qh[R];
-            __m256i sumi[R][T];
+            __m256i sumi[R][T], mins[R][T];
             for (int r = 0; r < R; ++r) {
                 const Block& wb = wr[r][b];
                 const __m128i sm = unpack_k_scales(wb.scales);
                 const __m128i sc16 = _mm_cvtepu8_epi16(sm);
                 scales16[r] = _mm256_set_m128i(sc16, sc16);
                 for (int t = 0; t < T; ++t) {
-                    const BlockQ8_K& xb = xr[t][b];
-                    const __m256i mins = k_min_products(sm, load32(xb.bsums));
-                    acc_min[r][t] = _mm256_fmadd_ps(_mm256_set1_ps(xb.d * f16_to_f32(wb.dmin)), _mm256_cvtepi32_ps(mins),
-                                                    acc_min[r][t]);
+                    mins[r][t] = k_min_products(sm, load32(xr[t][b].bsums));
                     sumi[r][t] = _mm256_setzero_si256();
                 }
                 if constexpr (Q5) qh[r] = load32(wb.qh);
@@ -193,17 +152,14 @@ struct AffineKTile {
             chunk.template operator()<1>();
             chunk.template operator()<2>();
             chunk.template operator()<3>();
-            for (int r = 0; r < R; ++r) {
-                for (int t = 0; t < T; ++t) {
-                    acc[r][t] = _mm256_fmadd_ps(_mm256_set1_ps(xr[t][b].d * f16_to_f32(wr[r][b].d)),
-                                                _mm256_cvtepi32_ps(sumi[r][t]), acc[r][t]);
-                }
-            }
+            for (int r = 0; r < R; ++r)
+                for (int t = 0; t < T; ++t)
+                    acc[r][t] = fuse_totals(lane_totals(sumi[r][t], mins[r][t]), xr[t][b].d * f16_to_f32(wr[r][b].d),
+                                            xr[t][b].d * f16_to_f32(wr[r][b].dmin), acc[r][t]);
         }
         for (int r = 0; r < R; ++r)
             for (int t = 0; t < T; ++t)
-                result[static_cast<size_t>(t) * result_stride + static_cast<size_t>(r)] =
-                    hsum(acc[r][t]) - hsum(acc_min[r][t]);
+                result[static_cast<size_t>(t) * result_stride + static_cast<size_t>(r)] = affine_result(acc[r][t]);
     }
 };
 
@@ -218,10 +174,10 @@ template <int R>
 void dot_q6_k(int64_t n, float* result, const uint8_t* w, size_t stride, const void* x_row) {
     const auto* x = static_cast<const BlockQ8_K*>(x_row);
     const BlockQ6_K* wr[R];
-    __m256 acc[R];
+    __m128 acc[R];  // lane 0: fma(float(sumi), d_x * d_w, acc) per super-block
     for (int r = 0; r < R; ++r) {
         wr[r] = row_as<BlockQ6_K>(w, stride, r);
-        acc[r] = _mm256_setzero_ps();
+        acc[r] = _mm_setzero_ps();
     }
     for (int64_t b = 0; b < n / kQK_K; ++b) {
         const BlockQ8_K& xb = x[b];
@@ -252,11 +208,10 @@ void dot_q6_k(int64_t n, float* result, const uint8_t* w, size_t stride, const v
                 sumi[r] = _mm256_add_epi32(sumi[r], _mm256_add_epi32(p01, p23));
             }
         }
-        for (int r = 0; r < R; ++r) {
-            acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(xb.d * f16_to_f32(wr[r][b].d)), _mm256_cvtepi32_ps(sumi[r]), acc[r]);
-        }
+        for (int r = 0; r < R; ++r)
+            acc[r] = fuse_totals(lane_totals(sumi[r], sumi[r]), xb.d * f16_to_f32(wr[r][b].d), 0.0f, acc[r]);
     }
-    for (int r = 0; r < R; ++r) result[r] = hsum(acc[r]);
+    for (int r = 0; r < R; ++r) result[r] = _mm_cvtss_f32(acc[r]);
 }
 
 // Q6_K token tiles: dot_q6_k's arithmetic per (row, token) pair, a row's levels and
@@ -269,8 +224,8 @@ struct Q6KTile {
         const BlockQ6_K* wr = row_as<BlockQ6_K>(w, w_stride, 0);
         const BlockQ8_K* xr[T];
         for (int t = 0; t < T; ++t) xr[t] = row_as<BlockQ8_K>(x, x_stride, t);
-        __m256 acc[T];
-        for (int t = 0; t < T; ++t) acc[t] = _mm256_setzero_ps();
+        __m128 acc[T];
+        for (int t = 0; t < T; ++t) acc[t] = _mm_setzero_ps();
         for (int64_t b = 0; b < n / kQK_K; ++b) {
             const BlockQ6_K& wb = wr[b];
             const __m256i sc16 = _mm256_cvtepi8_epi16(load16(wb.scales));
@@ -298,9 +253,9 @@ struct Q6KTile {
                 }
             }
             for (int t = 0; t < T; ++t)
-                acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(xr[t][b].d * f16_to_f32(wb.d)), _mm256_cvtepi32_ps(sumi[t]), acc[t]);
+                acc[t] = fuse_totals(lane_totals(sumi[t], sumi[t]), xr[t][b].d * f16_to_f32(wb.d), 0.0f, acc[t]);
         }
-        for (int t = 0; t < T; ++t) result[static_cast<size_t>(t) * result_stride] = hsum(acc[t]);
+        for (int t = 0; t < T; ++t) result[static_cast<size_t>(t) * result_stride] = _mm_cvtss_f32(acc[t]);
     }
 };
 

@@ -2,7 +2,8 @@
 // types sum integer products per block and apply the float scales once per block (or
 // sub-block), which is the arithmetic the SIMD kernels reproduce. The 32-element types
 // and Q1_0 also fix the order of the float operations (llama.cpp's x86 kernels' order,
-// except Q8_0's: see dot_block_sums), so the SIMD kernels equal these bitwise.
+// except Q8_0's: see dot_block_sums), and so do the K-quants (see affine_k_accumulate),
+// so the SIMD kernels and the matrix-unit tiles equal these bitwise.
 #include <cmath>
 #include <cstdint>
 
@@ -184,10 +185,21 @@ void affine_superblock_sums(const uint8_t* scales, const BlockQ8_K& x, Level lev
     }
 }
 
+// The K-quants' float order (every SIMD kernel's and the AMX tiles'): per super-block the
+// exact integer totals, sumi (the scaled level products) and summ (the mins against the
+// block sums), each fused into its own float accumulator with d_x * d_w (d_x * dmin);
+// the row's result is acc - acc_min. A matrix unit yields exactly these totals, one
+// int32 per (row, token) and super-block, so its tiles equal the row kernels bitwise.
+template <class Block>
+void affine_k_accumulate(int sumi, int summ, float dx, const Block& wb, float& acc, float& acc_min) {
+    acc = std::fma(static_cast<float>(sumi), dx * f16_to_f32(wb.d), acc);
+    acc_min = std::fma(static_cast<float>(summ), dx * f16_to_f32(wb.dmin), acc_min);
+}
+
 void dot_q4_k(int64_t n, float* result, const void* w_row, const void* x_row) {
     const auto* w = static_cast<const BlockQ4_K*>(w_row);
     const auto* x = static_cast<const BlockQ8_K*>(x_row);
-    float sum = 0.0f;
+    float acc = 0.0f, acc_min = 0.0f;
     for (int64_t b = 0; b < n / kQK_K; ++b) {
         const BlockQ4_K& wb = w[b];
         auto level = [&wb](int i) {
@@ -196,16 +208,15 @@ void dot_q4_k(int64_t n, float* result, const void* w_row, const void* x_row) {
         };
         int sumi, summ;
         affine_superblock_sums(wb.scales, x[b], level, sumi, summ);
-        sum += x[b].d * f16_to_f32(wb.d) * static_cast<float>(sumi) -
-               x[b].d * f16_to_f32(wb.dmin) * static_cast<float>(summ);
+        affine_k_accumulate(sumi, summ, x[b].d, wb, acc, acc_min);
     }
-    *result = sum;
+    *result = acc - acc_min;
 }
 
 void dot_q5_k(int64_t n, float* result, const void* w_row, const void* x_row) {
     const auto* w = static_cast<const BlockQ5_K*>(w_row);
     const auto* x = static_cast<const BlockQ8_K*>(x_row);
-    float sum = 0.0f;
+    float acc = 0.0f, acc_min = 0.0f;
     for (int64_t b = 0; b < n / kQK_K; ++b) {
         const BlockQ5_K& wb = w[b];
         auto level = [&wb](int i) {
@@ -216,10 +227,9 @@ void dot_q5_k(int64_t n, float* result, const void* w_row, const void* x_row) {
         };
         int sumi, summ;
         affine_superblock_sums(wb.scales, x[b], level, sumi, summ);
-        sum += x[b].d * f16_to_f32(wb.d) * static_cast<float>(sumi) -
-               x[b].d * f16_to_f32(wb.dmin) * static_cast<float>(summ);
+        affine_k_accumulate(sumi, summ, x[b].d, wb, acc, acc_min);
     }
-    *result = sum;
+    *result = acc - acc_min;
 }
 
 void dot_q6_k(int64_t n, float* result, const void* w_row, const void* x_row) {
@@ -248,7 +258,7 @@ void dot_q6_k(int64_t n, float* result, const void* w_row, const void* x_row) {
             }
             for (int s = 0; s < 8; ++s) sumi += wb.scales[8 * h + s] * sub[s];
         }
-        sum += x[b].d * f16_to_f32(wb.d) * static_cast<float>(sumi);
+        sum = std::fma(static_cast<float>(sumi), x[b].d * f16_to_f32(wb.d), sum);
     }
     *result = sum;
 }

@@ -106,11 +106,17 @@ void tile_group(int rows, int64_t n_blocks, int tokens, float* result, size_t re
         _tile_stored(3, sums, kTileTokens * sizeof(int32_t));
         scale_block(b + 1);
     }
-    alignas(64) float out[kTileTokens];
-    for (int r = 0; r < n_rows; ++r) {
-        _mm512_store_ps(out, acc[r]);
-        for (int t = 0; t < tokens; ++t) result[static_cast<size_t>(t) * result_stride + static_cast<size_t>(r)] = out[t];
-    }
+    // Token by token, the rows gathered into one vector: a token's results are contiguous,
+    // while a row's are a result stride apart (often a multiple of 4 KiB, so stores row by
+    // row would all land in one cache set).
+    alignas(64) float out[kTileRows][kTileTokens];
+    for (int r = 0; r < n_rows; ++r) _mm512_store_ps(out[r], acc[r]);
+    const auto row_mask = static_cast<__mmask16>((1u << n_rows) - 1);
+    const __m512i row_offsets =
+        _mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0), _mm512_set1_epi32(kTileTokens));
+    for (int t = 0; t < tokens; ++t)
+        _mm512_mask_storeu_ps(result + static_cast<size_t>(t) * result_stride, row_mask,
+                              _mm512_mask_i32gather_ps(_mm512_setzero_ps(), row_mask, row_offsets, &out[0][t], 4));
 }
 
 }  // namespace

@@ -84,10 +84,11 @@ double q8_1_s_correction(DType type, const void* w, const void* x, int64_t n, do
     return corr;
 }
 
-// Types whose fast and reference kernels share one float order (llama.cpp's).
-bool llama_order_type(DType t) {
+// Types whose fast and reference kernels share one float order: llama.cpp's for the
+// 32-element types and Q1_0, the super-block totals' for the K-quants.
+bool same_order_type(DType t) {
     return t == DType::Q8_0 || t == DType::Q4_0 || t == DType::Q4_1 || t == DType::Q5_0 || t == DType::Q5_1 ||
-           t == DType::Q1_0;
+           t == DType::Q1_0 || t == DType::Q4_K || t == DType::Q5_K || t == DType::Q6_K;
 }
 
 double tolerance(DType type, int64_t n, double abs_sum) {
@@ -112,8 +113,8 @@ void check_dot(DType type, const Rows& r, int64_t n) {
     INFO(dtype_name(type) << " n=" << n << " expect " << expect << " sum|wx| " << abs_sum);
     REQUIRE(std::fabs(fast - expect) <= tolerance(type, n, abs_sum));
     REQUIRE(std::fabs(ref - expect) <= tolerance(type, n, abs_sum));
-    // Documented: these follow llama.cpp's float order on both paths, so they agree bitwise.
-    if (llama_order_type(type)) REQUIRE(fast == ref);
+    // Documented: these follow one float order on both paths, so they agree bitwise.
+    if (same_order_type(type)) REQUIRE(fast == ref);
 }
 
 }  // namespace
@@ -382,6 +383,54 @@ TEST_CASE("vec_dot_tile equals per-row, per-token dots", "[quant][vec_dot]") {
                                                         x.u8() + static_cast<size_t>(t) * x_stride);
                             REQUIRE(value == one);
                         }
+                    }
+                }
+            }
+        }
+    }
+}
+
+// The K-quant tiles (AMX where the CPU has it) on random block bytes: every level and
+// scale, Q6_K's -128 scales included, and activations at +-127, over full 16 x 16 tiles
+// and their remainders, bitwise equal to the row kernel per (row, token).
+TEST_CASE("vec_dot_tile on random K-quant blocks equals per-row dots", "[quant][vec_dot]") {
+    std::mt19937 rng(909);
+    for (DType type : {DType::Q4_K, DType::Q5_K, DType::Q6_K}) {
+        const int64_t n = 768, n_rows = 37, n_tokens = 35;
+        const size_t w_stride = *row_bytes(type, n), x_stride = *row_bytes(DType::Q8_K, n);
+        for (int pattern = 0; pattern < 3; ++pattern) {
+            Bytes w(w_stride * n_rows), x(x_stride * n_tokens);
+            fill_random(rng, w.u8(), w.size);
+            if (pattern == 1) std::memset(w.u8(), 0xff, w.size);  // every level and scale at its maximum
+            const size_t block = dtype_traits(type).block_bytes;
+            for (size_t b = 0; b < w.size / block; ++b) {  // finite scales
+                uint8_t* blk = w.u8() + b * block;
+                if (type == DType::Q6_K) {
+                    put_u16(blk + 208, random_f16(rng, true));
+                } else {
+                    put_u16(blk, random_f16(rng));
+                    put_u16(blk + 2, random_f16(rng));
+                }
+            }
+            for (int64_t t = 0; t < n_tokens; ++t) {
+                auto xf = random_row(rng, n);
+                if (pattern == 2 && t % 2 == 0)  // quants of +-127 throughout
+                    for (auto& v : xf) v = v < 0 ? -1.0f : 1.0f;
+                quant::quantize_activations(DType::Q8_K, xf.data(), x.u8() + static_cast<size_t>(t) * x_stride, n);
+            }
+            for (int64_t tokens : {int64_t{4}, int64_t{16}, n_tokens}) {
+                std::vector<float> got(static_cast<size_t>(n_rows * tokens), 12345.0f);
+                const quant::TilePack pack(type, n, tokens, x.data(), x_stride);
+                quant::vec_dot_tile(type, n, n_rows, tokens, got.data(), static_cast<size_t>(n_rows), w.data(), w_stride,
+                                    x.data(), x_stride, &pack);
+                for (int64_t t = 0; t < tokens; ++t) {
+                    for (int64_t r = 0; r < n_rows; ++r) {
+                        float one = NAN;
+                        quant::vec_dot_kernel(type)(n, &one, w.u8() + static_cast<size_t>(r) * w_stride,
+                                                    x.u8() + static_cast<size_t>(t) * x_stride);
+                        INFO(dtype_name(type) << " pattern " << pattern << " tokens " << tokens << " row " << r
+                                              << " token " << t);
+                        REQUIRE(got[static_cast<size_t>(t * n_rows + r)] == one);
                     }
                 }
             }
