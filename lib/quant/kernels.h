@@ -39,6 +39,10 @@ size_t amx_pack_q8_0_bytes(int64_t n, int64_t n_tokens);
 void amx_pack_q8_0(int64_t n, int64_t n_tokens, const void* x, size_t x_stride, std::byte* out);
 void amx_tile_q8_0(int64_t n, int64_t n_rows, int64_t n_tokens, float* result, size_t result_stride, const void* w,
                    size_t w_stride, const std::byte* packed);
+// Q4_0 and Q5_0 (block-sum order too) through the Q8_0 tiles: each block of 16 rows is
+// first widened to Q8_0 rows, then multiplied by the same amx_pack_q8_0 activations.
+void amx_tile_widened(DType weight, int64_t n, int64_t n_rows, int64_t n_tokens, float* result, size_t result_stride,
+                      const void* w, size_t w_stride, const std::byte* packed);
 
 // AMX K-quant tiles (Q4_K, Q5_K, Q6_K against Q8_K), vec_dot_tile_amx_kquants.cpp, in the
 // same shape: amx_pack_q8_k writes amx_pack_q8_k_bytes(n, n_tokens) bytes that

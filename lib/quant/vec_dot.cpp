@@ -120,12 +120,13 @@ void vec_dot_rows(DType weight, int64_t n, int64_t n_rows, float* result, const 
 
 namespace {
 
-// Which matrix-unit kernel, if any, serves a product of n_tokens tokens. The K-quant
-// tiles unpack each weight row once per call, which pays off from about 8 tokens on (at
-// 4 the vector tiles are 1.6x faster, at 16 the matrix unit is 2x; bench_kernels). (Every path gives the same bits, so the choice
+// Which matrix-unit kernel, if any, serves a product of n_tokens tokens. Q8_0 tiles read
+// the weights as they are stored; the others unpack each weight row once per call, which
+// pays off from about 8 tokens on (K-quants: at 4 the vector tiles are 1.6x faster, at 16
+// the matrix unit is 2x; bench_kernels). (Every path gives the same bits, so the choice
 // never changes a result.)
-enum class AmxPath { none, q8_0, kquant };
-constexpr int64_t kAmxKquantMinTokens = 8;
+enum class AmxPath { none, q8_0, widened, kquant };
+constexpr int64_t kAmxUnpackMinTokens = 8;
 
 constexpr size_t kTileAlign = 64;
 template <class T>
@@ -137,7 +138,9 @@ T* tile_aligned(T* p) {
 AmxPath amx_path(DType weight, int64_t n, int64_t n_tokens) {
     if (n_tokens < 2 || n <= 0 || !detail::amx_usable()) return AmxPath::none;
     if (weight == DType::Q8_0 && n % 32 == 0) return AmxPath::q8_0;
-    if (detail::amx_kquant_type(weight) && n % 256 == 0 && n_tokens >= kAmxKquantMinTokens) return AmxPath::kquant;
+    if ((weight == DType::Q4_0 || weight == DType::Q5_0) && n % 32 == 0 && n_tokens >= kAmxUnpackMinTokens)
+        return AmxPath::widened;
+    if (detail::amx_kquant_type(weight) && n % 256 == 0 && n_tokens >= kAmxUnpackMinTokens) return AmxPath::kquant;
     return AmxPath::none;
 }
 
@@ -156,11 +159,12 @@ void TilePack::assign(DType weight, int64_t n, int64_t n_tokens, const void* x, 
     if (path == AmxPath::none) return;
     if (x == nullptr) fail(INLAY_ERR_INVALID_ARGUMENT, "TilePack: null activations");
     // Tile rows are 64 bytes: aligned to a cache line, each loads one line instead of two.
-    const size_t size = path == AmxPath::q8_0 ? detail::amx_pack_q8_0_bytes(n, n_tokens) : detail::amx_pack_q8_k_bytes(n, n_tokens);
+    const bool q8_k = path == AmxPath::kquant;
+    const size_t size = q8_k ? detail::amx_pack_q8_k_bytes(n, n_tokens) : detail::amx_pack_q8_0_bytes(n, n_tokens);
     bytes_.resize(size + kTileAlign - 1);
     std::byte* out = tile_aligned(bytes_.data());
-    if (path == AmxPath::q8_0) detail::amx_pack_q8_0(n, n_tokens, x, x_stride, out);
-    else detail::amx_pack_q8_k(n, n_tokens, x, x_stride, out);
+    if (q8_k) detail::amx_pack_q8_k(n, n_tokens, x, x_stride, out);
+    else detail::amx_pack_q8_0(n, n_tokens, x, x_stride, out);
 }
 
 void vec_dot_tile(DType weight, int64_t n, int64_t n_rows, int64_t n_tokens, float* result, size_t result_stride,
@@ -178,11 +182,11 @@ void vec_dot_tile(DType weight, int64_t n, int64_t n_rows, int64_t n_tokens, flo
             own = TilePack(weight, n, n_tokens, x, x_stride);
             pack = &own;
         }
-        if (path == AmxPath::q8_0)
-            detail::amx_tile_q8_0(n, n_rows, n_tokens, result, result_stride, w, w_stride, tile_aligned(pack->bytes_.data()));
-        else
-            detail::amx_tile_kquant(weight, n, n_rows, n_tokens, result, result_stride, w, w_stride,
-                                    tile_aligned(pack->bytes_.data()));
+        const std::byte* packed = tile_aligned(pack->bytes_.data());
+        if (path == AmxPath::q8_0) detail::amx_tile_q8_0(n, n_rows, n_tokens, result, result_stride, w, w_stride, packed);
+        else if (path == AmxPath::widened)
+            detail::amx_tile_widened(weight, n, n_rows, n_tokens, result, result_stride, w, w_stride, packed);
+        else detail::amx_tile_kquant(weight, n, n_rows, n_tokens, result, result_stride, w, w_stride, packed);
         return;
     }
     // One token: the row kernels, tuned for decoding a single sequence.

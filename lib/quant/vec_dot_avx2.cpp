@@ -66,7 +66,7 @@ void dot_float(int64_t n, float* result, const uint8_t* w, size_t stride, const 
 
 // ---------------------------------------------------------------- 32-element blocks
 
-// Q5_0 (against Q8_0 activations), Q4_1, Q5_1 (against Q8_1) in the order of
+// Q4_1 and Q5_1 (against Q8_1 activations) in the order of
 // ggml's x86 kernels (see vec_dot_reference.cpp): one lane accumulator per row, fused
 // with each block's scale; the mins' m * s in a fused scalar sum added at the end.
 // Rows are independent chains, so R rows hide the FMA latency.
@@ -96,7 +96,7 @@ void dot_block32(int64_t n, float* result, const uint8_t* w, size_t stride, cons
     for (int r = 0; r < R; ++r) result[r] = hsum(acc[r]) + mins[r];
 }
 
-// Q4_0 and Q8_0 against Q8_0 in block-sum order (see vec_dot_reference.cpp): per row one
+// Q4_0, Q5_0 and Q8_0 against Q8_0 in block-sum order (see vec_dot_reference.cpp): per row one
 // float, fused with each block's whole integer dot and scale. Eight rows keep their
 // floats in the lanes of one vector; a single row (dot_block_sums_row) uses the scalar
 // fma, which rounds the same way.
@@ -243,7 +243,7 @@ VecDotFn avx2_kernel(DType weight) {
         case DType::Q8_0: return single_row<dot_block_sums<BlockQ8_0, 1>>;
         case DType::Q4_0: return single_row<dot_block_sums<BlockQ4_0, 1>>;
         case DType::Q4_1: return single_row<dot_block32<BlockQ4_1, 1>>;
-        case DType::Q5_0: return single_row<dot_block32<BlockQ5_0, 1>>;
+        case DType::Q5_0: return single_row<dot_block_sums<BlockQ5_0, 1>>;
         case DType::Q5_1: return single_row<dot_block32<BlockQ5_1, 1>>;
         case DType::Q1_0: return single_row<dot_q1_0<1>>;
         default: return avx2_kquant_kernel(weight);
@@ -266,7 +266,7 @@ VecDotRowsFn avx2_rows_kernel(DType weight) {
         case DType::Q8_0: return row_groups<1, dot_block_sums<BlockQ8_0, 1>, dot_block_sums<BlockQ8_0, 1>>;
         case DType::Q4_0: return row_groups<8, dot_block_sums<BlockQ4_0, 8>, dot_block_sums<BlockQ4_0, 1>>;
         case DType::Q4_1: return row_groups<1, dot_block32<BlockQ4_1, 1>, dot_block32<BlockQ4_1, 1>>;
-        case DType::Q5_0: return row_groups<1, dot_block32<BlockQ5_0, 1>, dot_block32<BlockQ5_0, 1>>;
+        case DType::Q5_0: return row_groups<1, dot_block_sums<BlockQ5_0, 1>, dot_block_sums<BlockQ5_0, 1>>;
         case DType::Q5_1: return row_groups<1, dot_block32<BlockQ5_1, 1>, dot_block32<BlockQ5_1, 1>>;
         case DType::Q1_0: return row_groups<kQ1Rows, dot_q1_0<kQ1Rows>, dot_q1_0<1>>;
         default: return avx2_kquant_rows_kernel(weight);

@@ -77,8 +77,7 @@ int level5(const Block& b, int i) {
     return nibble(b.qs, i) | static_cast<int>(((qh >> i) & 1) << 4);
 }
 
-// Q5_0 against Q8_0 and Q4_1, Q5_1 against Q8_1 (ggml_vec_dot_*: one lane
-// accumulator). `value(block, i)` is the integer weight; Q4_1 / Q5_1 add m * s per block
+// Q4_1, Q5_1 against Q8_1 (ggml_vec_dot_*: one lane accumulator). `value(block, i)` is the integer weight; Q4_1 / Q5_1 add m * s per block
 // in a float sum, fused, added after the lanes.
 template <class Block, class Act, bool kMin, class Value>
 void dot_lanes(int64_t n, float* result, const void* w_row, const void* x_row, Value value) {
@@ -95,11 +94,6 @@ void dot_lanes(int64_t n, float* result, const void* w_row, const void* x_row, V
     *result = acc.sum() + mins;
 }
 
-void dot_q5_0(int64_t n, float* result, const void* w_row, const void* x_row) {
-    dot_lanes<BlockQ5_0, BlockQ8_0, false>(n, result, w_row, x_row,
-                                           [](const BlockQ5_0& b, int i) { return level5(b, i) - 16; });
-}
-
 // Q4_1 and Q5_1 against Q8_1: sum_i (d_w*q_i + m)(d_x*x_i) = d_w*d_x*sum(q_i*x_i) + m*s,
 // s being the activation block's stored f16 d_x*sum(x_i).
 void dot_q4_1(int64_t n, float* result, const void* w_row, const void* x_row) {
@@ -112,12 +106,12 @@ void dot_q5_1(int64_t n, float* result, const void* w_row, const void* x_row) {
                                           [](const BlockQ5_1& b, int i) { return level5(b, i); });
 }
 
-// Q4_0 and Q8_0 against Q8_0 in block-sum order: one float per row, fused-multiply-added
-// with each block's whole integer dot and scale. This is how llama.cpp's repacked Q4_0
-// kernels (used on AVX2 for every matrix with a multiple of 8 rows) sum, and what a
-// matrix unit computes natively (AMX: one int32 per row, token and block), so Q8_0
-// uses it too. (llama.cpp's Q8_0 vec_dot keeps eight lanes per block instead: Q8_0
-// results agree with llama.cpp's to rounding, not bitwise.)
+// Q4_0, Q5_0 and Q8_0 against Q8_0 in block-sum order: one float per row,
+// fused-multiply-added with each block's whole integer dot and scale. This is how
+// llama.cpp's repacked Q4_0 kernels (used on AVX2 for every matrix with a multiple of 8
+// rows) sum, and what a matrix unit computes natively (AMX: one int32 per row, token and
+// block), so Q8_0 and Q5_0 use it too. (llama.cpp's Q8_0 and Q5_0 vec_dots keep eight
+// lanes per block instead: those results agree with llama.cpp's to rounding, not bitwise.)
 template <class Block, class Value>
 void dot_block_sums(int64_t n, float* result, const void* w_row, const void* x_row, Value value) {
     const auto* w = static_cast<const Block*>(w_row);
@@ -133,6 +127,10 @@ void dot_block_sums(int64_t n, float* result, const void* w_row, const void* x_r
 
 void dot_q4_0(int64_t n, float* result, const void* w_row, const void* x_row) {
     dot_block_sums<BlockQ4_0>(n, result, w_row, x_row, [](const BlockQ4_0& b, int i) { return nibble(b.qs, i) - 8; });
+}
+
+void dot_q5_0(int64_t n, float* result, const void* w_row, const void* x_row) {
+    dot_block_sums<BlockQ5_0>(n, result, w_row, x_row, [](const BlockQ5_0& b, int i) { return level5(b, i) - 16; });
 }
 
 void dot_q8_0(int64_t n, float* result, const void* w_row, const void* x_row) {

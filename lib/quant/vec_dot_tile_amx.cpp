@@ -22,7 +22,10 @@
 #include <cstdlib>
 #include <cstring>
 
+#include <vector>
+
 #include "core/half.h"
+#include "quant/avx2_blocks.h"
 #include "quant/blocks.h"
 #include "quant/gcc_avx512_warnings.h"
 
@@ -174,6 +177,40 @@ void amx_tile_q8_0(int64_t n, int64_t n_rows, int64_t n_tokens, float* result, s
     }
 }
 
+// Q4_0 / Q5_0 rows as Q8_0 rows: the same d, the levels minus their offset as int8.
+// Their block-sum dots are then exactly Q8_0's (vec_dot_reference.cpp, dot_block_sums).
+template <class Block>
+void widen_rows(int64_t n_blocks, int rows, const uint8_t* w, size_t w_stride, BlockQ8_0* out) {
+    const __m256i offset = _mm256_set1_epi8(static_cast<char>(avx2::Block32<Block>::kOffset));
+    for (int r = 0; r < rows; ++r) {
+        const auto* in = reinterpret_cast<const Block*>(w + static_cast<size_t>(r) * w_stride);
+        BlockQ8_0* row = out + static_cast<size_t>(r) * static_cast<size_t>(n_blocks);
+        for (int64_t b = 0; b < n_blocks; ++b) {
+            row[b].d = in[b].d;
+            _mm256_storeu_si256(reinterpret_cast<__m256i*>(row[b].qs),
+                                _mm256_sub_epi8(avx2::Block32<Block>::levels(in[b]), offset));
+        }
+    }
+}
+
+void amx_tile_widened(DType weight, int64_t n, int64_t n_rows, int64_t n_tokens, float* result, size_t result_stride,
+                      const void* w, size_t w_stride, const std::byte* packed) {
+    const int64_t n_blocks = n / kQK8_0;
+    const size_t row_bytes = static_cast<size_t>(n_blocks) * sizeof(BlockQ8_0);
+    // Per thread and kept (16 rows of Q8_0), grown once rather than on every step.
+    thread_local std::vector<BlockQ8_0> widened;
+    widened.resize(static_cast<size_t>(kTileRows * n_blocks));
+    const auto* wb = static_cast<const uint8_t*>(w);
+    for (int64_t r0 = 0; r0 < n_rows; r0 += kTileRows) {
+        const int rows = static_cast<int>(std::min<int64_t>(kTileRows, n_rows - r0));
+        const uint8_t* src = wb + static_cast<size_t>(r0) * w_stride;
+        if (weight == DType::Q4_0) widen_rows<BlockQ4_0>(n_blocks, rows, src, w_stride, widened.data());
+        else widen_rows<BlockQ5_0>(n_blocks, rows, src, w_stride, widened.data());
+        amx_tile_q8_0(n, rows, n_tokens, result + static_cast<size_t>(r0), result_stride, widened.data(), row_bytes,
+                      packed);
+    }
+}
+
 }  // namespace inlay::quant::detail
 
 #else  // no AMX in this build
@@ -183,6 +220,7 @@ bool amx_usable() { return false; }
 size_t amx_pack_q8_0_bytes(int64_t, int64_t) { return 0; }
 void amx_pack_q8_0(int64_t, int64_t, const void*, size_t, std::byte*) {}
 void amx_tile_q8_0(int64_t, int64_t, int64_t, float*, size_t, const void*, size_t, const std::byte*) {}
+void amx_tile_widened(DType, int64_t, int64_t, int64_t, float*, size_t, const void*, size_t, const std::byte*) {}
 }  // namespace inlay::quant::detail
 
 #endif

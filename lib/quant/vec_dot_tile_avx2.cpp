@@ -102,8 +102,6 @@ struct LevelsSplit {
     }
 };
 template <>
-struct Block32Split<BlockQ5_0> : LevelsSplit<BlockQ5_0> {};
-template <>
 struct Block32Split<BlockQ4_1> : LevelsSplit<BlockQ4_1> {};
 template <>
 struct Block32Split<BlockQ5_1> : LevelsSplit<BlockQ5_1> {};
@@ -157,7 +155,7 @@ struct Block32Tile {
 
 // ---------------------------------------------------------------- block-sum types
 
-// Q4_0 and Q8_0 (dot_block_sums' order: per row one float fused with each block's whole
+// Q4_0, Q5_0 and Q8_0 (dot_block_sums' order: per row one float fused with each block's whole
 // integer dot): eight rows' block sums in the lanes of one vector (sum_lanes8), one
 // vector per token. Block32<Block>::dot split as for the other types.
 template <class Block>
@@ -202,6 +200,8 @@ struct BlockSumSplit<BlockQ8_0> {
 
 template <>
 struct BlockSumSplit<BlockQ4_0> : LevelsSplit<BlockQ4_0> {};
+template <>
+struct BlockSumSplit<BlockQ5_0> : LevelsSplit<BlockQ5_0> {};
 
 template <class Block>
 struct BlockSumTile {
@@ -275,7 +275,7 @@ VecDotTileFn avx2_tile_kernel(DType weight) {
         case DType::BF16: return tiles<FloatTile<DType::BF16>, kFloat16Rows, kFloat16Tokens>;
         case DType::Q8_0: return tiles<BlockSumTile<BlockQ8_0>, 8, kBlockSumTokens>;
         case DType::Q4_0: return tiles<BlockSumTile<BlockQ4_0>, 8, kBlockSumTokens>;
-        case DType::Q5_0: return tiles<Block32Tile<BlockQ5_0>, kBlockRows, kBlockTokens>;
+        case DType::Q5_0: return tiles<BlockSumTile<BlockQ5_0>, 8, kBlockSumTokens>;
         case DType::Q4_1: return tiles<Block32Tile<BlockQ4_1>, kBlockRows, kBlockTokens>;
         case DType::Q5_1: return tiles<Block32Tile<BlockQ5_1>, kBlockRows, kBlockTokens>;
         default: return nullptr;

@@ -178,7 +178,6 @@ VecDotTileFn avx512_tile_kernel(DType weight) {
     switch (weight) {
         case DType::F16: return tiles<FloatTile512<DType::F16>, 4, 6>;
         case DType::BF16: return tiles<FloatTile512<DType::BF16>, 4, 6>;
-        case DType::Q5_0: return tiles<Block32Tile512<BlockQ5_0>, 4, 4>;
         case DType::Q4_1: return tiles<Block32Tile512<BlockQ4_1>, 4, 4>;
         case DType::Q5_1: return tiles<Block32Tile512<BlockQ5_1>, 4, 4>;
         default: return nullptr;
