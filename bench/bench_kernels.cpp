@@ -124,6 +124,8 @@ int register_all() {
             ->Args({576, 1536, 4})
             ->Args({576, 1536, 16})
             ->Args({576, 1536, 128})
+            ->Args({1536, 576, 128})
+            ->Args({1536, 576, 512})
             ->Args({3072, 1024, 128})
             ->Unit(benchmark::kMicrosecond);
     }
