@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <random>
 
 #include "backend/common/batch.h"
 #include "backend/cpu/attention_simd.h"
@@ -229,4 +230,30 @@ TEST_CASE("attention's vectorised exp is within 2 ulp, exact at 0, 0 below the n
     CHECK(exp_of(-std::numeric_limits<float>::infinity()) == 0.0f);
     CHECK(exp_of(-88.0f) == 0.0f);
     CHECK(std::isnan(exp_of(std::numeric_limits<float>::quiet_NaN())));
+}
+
+TEST_CASE("attention's batched scores equal dot8 per row, f32 and f16 keys", "[attention]") {
+    using namespace attn_simd;
+    std::mt19937 rng(31);
+    std::uniform_real_distribution<float> u(-3.0f, 3.0f);
+    for (int64_t n : {int64_t{64}, int64_t{128}, int64_t{80}}) {
+        for (int64_t n_k : {int64_t{1}, int64_t{3}, int64_t{4}, int64_t{7}, int64_t{16}}) {
+            const int64_t stride = n + 8;  // padded rows
+            std::vector<float> q(static_cast<size_t>(n)), k(static_cast<size_t>(stride * n_k));
+            std::vector<uint16_t> kh(k.size());
+            for (auto& v : q) v = u(rng);
+            for (size_t i = 0; i < k.size(); ++i) {
+                k[i] = u(rng);
+                kh[i] = f32_to_f16(k[i]);
+            }
+            std::vector<float> got(static_cast<size_t>(n_k)), got_h(got.size());
+            dots8(q.data(), k.data(), stride, n_k, n, got.data());
+            dots8(q.data(), kh.data(), stride, n_k, n, got_h.data());
+            for (int64_t s = 0; s < n_k; ++s) {
+                INFO("n " << n << " rows " << n_k << " row " << s);
+                REQUIRE(got[static_cast<size_t>(s)] == dot8(q.data(), k.data() + s * stride, n));
+                REQUIRE(got_h[static_cast<size_t>(s)] == dot8(q.data(), kh.data() + s * stride, n));
+            }
+        }
+    }
 }

@@ -166,6 +166,51 @@ inline float dot8(const float* q, const uint16_t* k, int64_t n) {
 }
 #endif
 
+// dot8(q, k) for n_k rows of k (`stride` elements apart): out[s] = dot8(q, k + s * stride, n).
+// With AVX-512 two rows share each vector, row s's eight lanes in the low half and row
+// s+1's in the high one, two such pairs at a time: per lane the same fused multiply-adds
+// in the same order, and per half the same reduction, so every value equals dot8's.
+#if INLAY_ATTN_AVX512
+inline __m512 pair_rows(const float* a, const float* b) {
+    return _mm512_insertf32x8(_mm512_castps256_ps512(_mm256_loadu_ps(a)), _mm256_loadu_ps(b), 1);
+}
+inline __m512 pair_rows(const uint16_t* a, const uint16_t* b) {
+    const __m128i lo = _mm_loadu_si128(reinterpret_cast<const __m128i*>(a));
+    const __m128i hi = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b));
+    return _mm512_cvtph_ps(_mm256_inserti128_si256(_mm256_castsi128_si256(lo), hi, 1));
+}
+// dot8's reduction of each 256-bit half: halves, quarters, pairs; the row of the low half
+// in lane 0, the high half's in lane 8.
+inline void reduce_pair(__m512 acc, float* out) {
+    __m512 r = _mm512_add_ps(acc, _mm512_shuffle_f32x4(acc, acc, _MM_SHUFFLE(2, 3, 0, 1)));
+    r = _mm512_add_ps(r, _mm512_permute_ps(r, _MM_SHUFFLE(3, 2, 3, 2)));
+    r = _mm512_add_ps(r, _mm512_movehdup_ps(r));
+    out[0] = _mm512_cvtss_f32(r);
+    out[1] = _mm_cvtss_f32(_mm512_extractf32x4_ps(r, 2));
+}
+template <class T>
+inline void dots8(const float* q, const T* k, int64_t stride, int64_t n_k, int64_t n, float* out) {
+    int64_t s = 0;
+    for (; s + 4 <= n_k; s += 4) {
+        const T* k0 = k + s * stride;
+        __m512 a = _mm512_setzero_ps(), b = _mm512_setzero_ps();
+        for (int64_t i = 0; i < n; i += 8) {
+            const __m512 qv = _mm512_broadcast_f32x8(_mm256_loadu_ps(q + i));
+            a = _mm512_fmadd_ps(qv, pair_rows(k0 + i, k0 + stride + i), a);
+            b = _mm512_fmadd_ps(qv, pair_rows(k0 + 2 * stride + i, k0 + 3 * stride + i), b);
+        }
+        reduce_pair(a, out + s);
+        reduce_pair(b, out + s + 2);
+    }
+    for (; s < n_k; ++s) out[s] = dot8(q, k + s * stride, n);
+}
+#else
+template <class T>
+inline void dots8(const float* q, const T* k, int64_t stride, int64_t n_k, int64_t n, float* out) {
+    for (int64_t s = 0; s < n_k; ++s) out[s] = dot8(q, k + s * stride, n);
+}
+#endif
+
 // e^x for n values (n a multiple of kWidth), each lane alone.
 inline void exp_n(const float* x, float* y, int64_t n) {
     for (int64_t i = 0; i < n; i += kWidth) vstore(y + i, vexp(vload(x + i)));

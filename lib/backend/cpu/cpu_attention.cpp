@@ -33,12 +33,10 @@ void require_batch_fits(const CpuBackend::KvStorage& kv, const CpuBackend::Batch
     inlay::require_batch_fits(batch.block_size, batch.n_blocks, kv.geometry(), kv.n_blocks(), op);
 }
 
-// q . k over hdp (a multiple of kWidth) elements: 8 lanes, one accumulator, then halves,
-// quarters, pairs (attention_simd.h's dot8). That order, not a 16-lane one, is the one
-// that keeps f16-cache logits within 1e-3 of llama.cpp's refs: the f16 V accumulator
+// Scores q . k over hdp (a multiple of kWidth) elements: dots8, 8 lanes, one accumulator,
+// then halves, quarters, pairs (attention_simd.h). That order, not a 16-lane one, is the
+// one that keeps f16-cache logits within 1e-3 of llama.cpp's refs: the f16 V accumulator
 // turns a score's last-bit difference into occasional different roundings.
-template <class T>
-inline float dot(const float* q, const T* k, int64_t hdp) { return dot8(q, k, hdp); }
 
 // A K/V element as f32: rows come converted in the item's scratch or, where converting
 // them costs more than it saves (few rows), straight from the cache; values are equal.
@@ -123,10 +121,11 @@ void update_rows_f16(float* acc, const T* vs, const Weights* w, int64_t n_rows, 
 // V accumulator rounded to f16 after every scale and every add (update_f16).
 template <class T>
 void weights_f16(Row& row, Weights& w, const float* qs, const T* ks, int64_t n, int64_t hdp, float scale) {
-    alignas(64) float x[kChunk];
+    alignas(64) float x[kChunk], dots[kChunk];
+    dots8(qs, ks, hdp, n, hdp, dots);
     float m = row.max;
     for (int64_t s = 0; s < n; ++s) {
-        const float score = dot(qs, ks + s * hdp, hdp) * scale;
+        const float score = dots[s] * scale;
         w.grew[s] = score > m;
         x[s] = w.grew[s] ? m - score : score - m;  // the one exponent this position needs
         m = w.grew[s] ? score : m;
@@ -156,9 +155,10 @@ template <class T>
 void row_chunk_f32(Row& row, float* acc, const float* qs, const T* ks, const T* vs, int64_t n, int64_t hdp,
                    float scale) {
     alignas(64) float x[kChunk], e[kChunk];
+    dots8(qs, ks, hdp, n, hdp, x);
     float m = row.max;
     for (int64_t s = 0; s < n; ++s) {
-        x[s] = dot(qs, ks + s * hdp, hdp) * scale;
+        x[s] *= scale;
         m = std::max(m, x[s]);
     }
     for (int64_t s = 0; s < n; ++s) x[s] -= m;
