@@ -43,6 +43,9 @@ void amx_tile_q8_0(int64_t n, int64_t n_rows, int64_t n_tokens, float* result, s
 // first widened to Q8_0 rows, then multiplied by the same amx_pack_q8_0 activations.
 void amx_tile_widened(DType weight, int64_t n, int64_t n_rows, int64_t n_tokens, float* result, size_t result_stride,
                       const void* w, size_t w_stride, const std::byte* packed);
+// Q1_0 against the same amx_pack_q8_0 activations (n a multiple of 128).
+void amx_tile_q1_0(int64_t n, int64_t n_rows, int64_t n_tokens, float* result, size_t result_stride, const void* w,
+                   size_t w_stride, const std::byte* packed);
 
 // AMX K-quant tiles (Q4_K, Q5_K, Q6_K against Q8_K), vec_dot_tile_amx_kquants.cpp, in the
 // same shape: amx_pack_q8_k writes amx_pack_q8_k_bytes(n, n_tokens) bytes that

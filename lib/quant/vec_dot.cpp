@@ -125,7 +125,7 @@ namespace {
 // pays off from about 8 tokens on (K-quants: at 4 the vector tiles are 1.6x faster, at 16
 // the matrix unit is 2x; bench_kernels). (Every path gives the same bits, so the choice
 // never changes a result.)
-enum class AmxPath { none, q8_0, widened, kquant };
+enum class AmxPath { none, q8_0, widened, q1_0, kquant };
 constexpr int64_t kAmxUnpackMinTokens = 8;
 
 constexpr size_t kTileAlign = 64;
@@ -140,6 +140,7 @@ AmxPath amx_path(DType weight, int64_t n, int64_t n_tokens) {
     if (weight == DType::Q8_0 && n % 32 == 0) return AmxPath::q8_0;
     if ((weight == DType::Q4_0 || weight == DType::Q5_0) && n % 32 == 0 && n_tokens >= kAmxUnpackMinTokens)
         return AmxPath::widened;
+    if (weight == DType::Q1_0 && n % 128 == 0 && n_tokens >= kAmxUnpackMinTokens) return AmxPath::q1_0;
     if (detail::amx_kquant_type(weight) && n % 256 == 0 && n_tokens >= kAmxUnpackMinTokens) return AmxPath::kquant;
     return AmxPath::none;
 }
@@ -186,6 +187,8 @@ void vec_dot_tile(DType weight, int64_t n, int64_t n_rows, int64_t n_tokens, flo
         if (path == AmxPath::q8_0) detail::amx_tile_q8_0(n, n_rows, n_tokens, result, result_stride, w, w_stride, packed);
         else if (path == AmxPath::widened)
             detail::amx_tile_widened(weight, n, n_rows, n_tokens, result, result_stride, w, w_stride, packed);
+        else if (path == AmxPath::q1_0)
+            detail::amx_tile_q1_0(n, n_rows, n_tokens, result, result_stride, w, w_stride, packed);
         else detail::amx_tile_kquant(weight, n, n_rows, n_tokens, result, result_stride, w, w_stride, packed);
         return;
     }

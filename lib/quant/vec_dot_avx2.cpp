@@ -194,43 +194,48 @@ struct Q1Bits {
 // Q1_0 against Q8_0: each 128-weight block meets four activation blocks. With b_i the
 // weight bits, sum (b_i ? x_i : -x_i) = sum 2*b_i*x_i - sum x_i: an unsigned-by-signed
 // dot of bytes {0, 2} with x, started from -sum(x) (computed once per activation block
-// and shared by all rows). Float order of ggml_vec_dot_q1_0_q8_0: the block's lanes are
-// the first sub-block's times its d, the others fused; then fused with the weight scale.
+// and shared by all rows). Float order of dot_q1_0 (vec_dot_reference.cpp): each
+// sub-block's exact total times its d (the first multiplied, the others fused), then the
+// block fused with the weight scale; the R rows' totals side by side in the lanes of one
+// vector (sum_lanes8), so a row's arithmetic does not depend on R.
 template <int R>
 void dot_q1_0(int64_t n, float* result, const uint8_t* w, size_t stride, const void* x_row) {
+    static_assert(R >= 1 && R <= 8);
     constexpr int K = kQK1_0 / kQK8_0;
     const auto* x = static_cast<const BlockQ8_0*>(x_row);
     const BlockQ1_0* wr[R];
-    __m256 acc[R];
-    for (int r = 0; r < R; ++r) {
-        wr[r] = row_as<BlockQ1_0>(w, stride, r);
-        acc[r] = _mm256_setzero_ps();
-    }
+    for (int r = 0; r < R; ++r) wr[r] = row_as<BlockQ1_0>(w, stride, r);
+    __m256 acc = _mm256_setzero_ps();  // lane r: row r
     const __m256i ones = _mm256_set1_epi8(1);
     for (int64_t b = 0; b < n / kQK1_0; ++b) {
-        __m256 block[R];
         Q1Bits bits[R];
+        alignas(16) uint16_t dw[8] = {};
         for (int r = 0; r < R; ++r) {
             prefetch_ahead<sizeof(BlockQ1_0)>(wr[r] + b);
             bits[r].load(wr[r][b]);
+            dw[r] = wr[r][b].d;
         }
+        __m256 block = _mm256_setzero_ps();
         auto sub_block = [&]<int k>() {
             const BlockQ8_0& xb = x[b * K + k];
             const __m256i xq = load32(xb.qs);
             const __m256i neg_sum = _mm256_sub_epi32(_mm256_setzero_si256(), dot_u8_i8(ones, xq));
+            __m256i p[8];
+            for (int r = 0; r < 8; ++r)
+                p[r] = r < R ? dot_u8_i8_add(neg_sum, bits[r].template twos<k>(), xq) : _mm256_setzero_si256();
+            const __m256 totals = _mm256_cvtepi32_ps(sum_lanes8(p));
             const __m256 dx = _mm256_set1_ps(f16_to_f32(xb.d));
-            for (int r = 0; r < R; ++r) {
-                const __m256 p = _mm256_cvtepi32_ps(dot_u8_i8_add(neg_sum, bits[r].template twos<k>(), xq));
-                block[r] = k == 0 ? _mm256_mul_ps(dx, p) : _mm256_fmadd_ps(dx, p, block[r]);
-            }
+            block = k == 0 ? _mm256_mul_ps(totals, dx) : _mm256_fmadd_ps(totals, dx, block);
         };
         sub_block.template operator()<0>();
         sub_block.template operator()<1>();
         sub_block.template operator()<2>();
         sub_block.template operator()<3>();
-        for (int r = 0; r < R; ++r) acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(f16_to_f32(wr[r][b].d)), block[r], acc[r]);
+        acc = _mm256_fmadd_ps(block, _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(dw))), acc);
     }
-    for (int r = 0; r < R; ++r) result[r] = hsum(acc[r]);
+    alignas(32) float out[8];
+    _mm256_store_ps(out, acc);
+    for (int r = 0; r < R; ++r) result[r] = out[r];
 }
 
 }  // namespace

@@ -1,8 +1,9 @@
 // Scalar dot kernels: the specification the SIMD kernels are tested against. Quantized
 // types sum integer products per block and apply the float scales once per block (or
 // sub-block), which is the arithmetic the SIMD kernels reproduce. The 32-element types
-// and Q1_0 also fix the order of the float operations (llama.cpp's x86 kernels' order,
-// except Q8_0's: see dot_block_sums), and so do the K-quants (see affine_k_accumulate),
+// and Q1_0 also fix the order of the float operations (llama.cpp's x86 kernels' order for
+// Q4_1 and Q5_1, block sums for the others: see dot_block_sums and dot_q1_0), and so do
+// the K-quants (see affine_k_accumulate),
 // so the SIMD kernels and the matrix-unit tiles equal these bitwise.
 #include <cmath>
 #include <cstdint>
@@ -137,34 +138,31 @@ void dot_q8_0(int64_t n, float* result, const void* w_row, const void* x_row) {
     dot_block_sums<BlockQ8_0>(n, result, w_row, x_row, [](const BlockQ8_0& b, int i) { return static_cast<int>(b.qs[i]); });
 }
 
-// Q1_0 against Q8_0 (ggml_vec_dot_q1_0_q8_0): per 128-weight block, lanes of the four
-// activation blocks scaled by their d (the first multiplied, the others fused), then
-// the block's lanes fused into the accumulator with the weight scale.
+// Q1_0 against Q8_0: per 128-weight block, each of its four 32-element sub-blocks' exact
+// integer dot (sum of +-x) scaled by its activation block's d (the first multiplied, the
+// others fused), then the block fused into the accumulator with the weight scale. Like
+// the block-sum order, these are the integers a matrix unit yields (one per row, token
+// and sub-block), so the AMX tiles equal this bitwise. (ggml_vec_dot_q1_0_q8_0 keeps
+// eight lanes per sub-block instead: results agree with llama.cpp's to rounding.)
 void dot_q1_0(int64_t n, float* result, const void* w_row, const void* x_row) {
     const auto* w = static_cast<const BlockQ1_0*>(w_row);
     const auto* x = static_cast<const BlockQ8_0*>(x_row);
-    Lanes acc;
+    float acc = 0.0f;
     for (int64_t b = 0; b < n / kQK1_0; ++b) {
-        Lanes block;
+        float block = 0.0f;
         for (int k = 0; k < kQK1_0 / kQK8_0; ++k) {
             const BlockQ8_0& xb = x[b * (kQK1_0 / kQK8_0) + k];
-            int sums[8];
-            lane_sums(
-                [&](int i) {
-                    const int j = kQK8_0 * k + i;
-                    return ((w[b].qs[j / 8] >> (j % 8)) & 1) ? 1 : -1;
-                },
-                xb.qs, sums);
-            const float dx = f16_to_f32(xb.d);
-            for (int l = 0; l < 8; ++l) {
-                const auto s = static_cast<float>(sums[l]);
-                block.v[l] = k == 0 ? s * dx : std::fma(s, dx, block.v[l]);
+            int sumi = 0;
+            for (int i = 0; i < kQK8_0; ++i) {
+                const int j = kQK8_0 * k + i;
+                sumi += ((w[b].qs[j / 8] >> (j % 8)) & 1) ? xb.qs[i] : -xb.qs[i];
             }
+            const float s = static_cast<float>(sumi), dx = f16_to_f32(xb.d);
+            block = k == 0 ? s * dx : std::fma(s, dx, block);
         }
-        const float dw = f16_to_f32(w[b].d);
-        for (int l = 0; l < 8; ++l) acc.v[l] = std::fma(block.v[l], dw, acc.v[l]);
+        acc = std::fma(block, f16_to_f32(w[b].d), acc);
     }
-    *result = acc.sum();
+    *result = acc;
 }
 
 // sum_j sc_j * dot(q_j, x_j) and sum_j m_j * (sum of x_j) of one Q4_K / Q5_K super-block,

@@ -62,6 +62,20 @@ void load_config(int rows) {
     _tile_loadconfig(&c);
 }
 
+// results[t * result_stride + r] = out[r][t] for the first rows and tokens: token by
+// token, the rows gathered into one vector. A token's results are contiguous, while a
+// row's are a result stride apart (often a multiple of 4 KiB, so stores row by row would
+// all land in one cache set).
+void store_token_major(const float (&out)[kTileRows][kTileTokens], int rows, int tokens, float* result,
+                       size_t result_stride) {
+    const auto row_mask = static_cast<__mmask16>((1u << rows) - 1);
+    const __m512i row_offsets =
+        _mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0), _mm512_set1_epi32(kTileTokens));
+    for (int t = 0; t < tokens; ++t)
+        _mm512_mask_storeu_ps(result + static_cast<size_t>(t) * result_stride, row_mask,
+                              _mm512_mask_i32gather_ps(_mm512_setzero_ps(), row_mask, row_offsets, &out[0][t], 4));
+}
+
 // `rows` (<= 16) weight rows against one packed group of 16 tokens, `tokens` of them real.
 template <int kRows>
 void tile_group(int rows, int64_t n_blocks, int tokens, float* result, size_t result_stride, const BlockQ8_0* w0,
@@ -109,17 +123,9 @@ void tile_group(int rows, int64_t n_blocks, int tokens, float* result, size_t re
         _tile_stored(3, sums, kTileTokens * sizeof(int32_t));
         scale_block(b + 1);
     }
-    // Token by token, the rows gathered into one vector: a token's results are contiguous,
-    // while a row's are a result stride apart (often a multiple of 4 KiB, so stores row by
-    // row would all land in one cache set).
     alignas(64) float out[kTileRows][kTileTokens];
     for (int r = 0; r < n_rows; ++r) _mm512_store_ps(out[r], acc[r]);
-    const auto row_mask = static_cast<__mmask16>((1u << n_rows) - 1);
-    const __m512i row_offsets =
-        _mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0), _mm512_set1_epi32(kTileTokens));
-    for (int t = 0; t < tokens; ++t)
-        _mm512_mask_storeu_ps(result + static_cast<size_t>(t) * result_stride, row_mask,
-                              _mm512_mask_i32gather_ps(_mm512_setzero_ps(), row_mask, row_offsets, &out[0][t], 4));
+    store_token_major(out, n_rows, tokens, result, result_stride);
 }
 
 }  // namespace
@@ -211,6 +217,71 @@ void amx_tile_widened(DType weight, int64_t n, int64_t n_rows, int64_t n_tokens,
     }
 }
 
+// Q1_0: rows widened to +-1 bytes (and their block scales to floats) once per block of 16
+// rows; each 32-element sub-block then is one tile product, its int32 sums scaled as
+// dot_q1_0 does (vec_dot_reference.cpp): times the activation d (the block's first
+// sub-block multiplied, the others fused), and each 128-element block fused into the
+// accumulator with its weight scale.
+void amx_tile_q1_0(int64_t n, int64_t n_rows, int64_t n_tokens, float* result, size_t result_stride, const void* w,
+                   size_t w_stride, const std::byte* packed) {
+    constexpr int K = kQK1_0 / kQK8_0;
+    const int64_t n_sub = n / kQK8_0, n_blocks = n / kQK1_0;
+    // Per thread and kept, grown once rather than on every step: 16 rows of +-1 bytes, their scales.
+    thread_local std::vector<int8_t> levels;
+    thread_local std::vector<float> scales;
+    levels.resize(static_cast<size_t>(kTileRows * n) + 63);
+    scales.resize(static_cast<size_t>(kTileRows * n_blocks));
+    int8_t* lv = levels.data() + (-reinterpret_cast<uintptr_t>(levels.data()) & 63);
+    const auto* wb = static_cast<const uint8_t*>(w);
+    const __m256i plus = _mm256_set1_epi8(1), minus = _mm256_set1_epi8(-1);
+    alignas(64) int32_t sums[kTileRows][kTileTokens];
+    alignas(64) float block[kTileRows][kTileTokens], acc[kTileRows][kTileTokens], out[kTileRows][kTileTokens];
+    for (int64_t r0 = 0; r0 < n_rows; r0 += kTileRows) {
+        const int rows = static_cast<int>(std::min<int64_t>(kTileRows, n_rows - r0));
+        for (int r = 0; r < rows; ++r) {
+            const auto* row = reinterpret_cast<const BlockQ1_0*>(wb + static_cast<size_t>(r0 + r) * w_stride);
+            for (int64_t b = 0; b < n_blocks; ++b) {
+                for (int k = 0; k < K; ++k) {
+                    uint32_t bits;
+                    std::memcpy(&bits, row[b].qs + 4 * k, sizeof bits);
+                    _mm256_storeu_si256(reinterpret_cast<__m256i*>(lv + r * n + (b * K + k) * kQK8_0),
+                                        _mm256_mask_blend_epi8(_cvtu32_mask32(bits), minus, plus));
+                }
+                scales[static_cast<size_t>(r * n_blocks + b)] = f16_to_f32(row[b].d);
+            }
+        }
+        load_config(rows);
+        for (int64_t t0 = 0; t0 < n_tokens; t0 += kTileTokens) {
+            const int tokens = static_cast<int>(std::min<int64_t>(kTileTokens, n_tokens - t0));
+            const std::byte* group = packed + static_cast<size_t>(t0 / kTileTokens) * static_cast<size_t>(n_sub) * kPackedBlock;
+            for (int r = 0; r < rows; ++r) _mm512_store_ps(acc[r], _mm512_setzero_ps());
+            for (int64_t sb = 0; sb < n_sub; ++sb) {
+                _tile_zero(0);
+                _tile_loadd(1, lv + sb * kQK8_0, n);
+                _tile_loadd(2, group + static_cast<size_t>(sb) * kPackedBlock, kTileTokens * 4);
+                _tile_dpbssd(0, 1, 2);
+                _tile_stored(0, sums, kTileTokens * sizeof(int32_t));
+                const __m512 dx = _mm512_loadu_ps(group + static_cast<size_t>(sb) * kPackedBlock + kPackedQuants);
+                const int64_t k = sb % K;
+                for (int r = 0; r < rows; ++r) {
+                    const __m512 s = _mm512_cvtepi32_ps(_mm512_load_si512(sums[r]));
+                    const __m512 blk = k == 0 ? _mm512_mul_ps(s, dx) : _mm512_fmadd_ps(s, dx, _mm512_load_ps(block[r]));
+                    if (k == K - 1) {
+                        const __m512 dw = _mm512_set1_ps(scales[static_cast<size_t>(r * n_blocks + sb / K)]);
+                        _mm512_store_ps(acc[r], _mm512_fmadd_ps(blk, dw, _mm512_load_ps(acc[r])));
+                    } else {
+                        _mm512_store_ps(block[r], blk);
+                    }
+                }
+            }
+            for (int r = 0; r < rows; ++r) _mm512_store_ps(out[r], _mm512_load_ps(acc[r]));
+            store_token_major(out, rows, tokens, result + static_cast<size_t>(t0) * result_stride + static_cast<size_t>(r0),
+                              result_stride);
+        }
+        _tile_release();
+    }
+}
+
 }  // namespace inlay::quant::detail
 
 #else  // no AMX in this build
@@ -221,6 +292,7 @@ size_t amx_pack_q8_0_bytes(int64_t, int64_t) { return 0; }
 void amx_pack_q8_0(int64_t, int64_t, const void*, size_t, std::byte*) {}
 void amx_tile_q8_0(int64_t, int64_t, int64_t, float*, size_t, const void*, size_t, const std::byte*) {}
 void amx_tile_widened(DType, int64_t, int64_t, int64_t, float*, size_t, const void*, size_t, const std::byte*) {}
+void amx_tile_q1_0(int64_t, int64_t, int64_t, float*, size_t, const void*, size_t, const std::byte*) {}
 }  // namespace inlay::quant::detail
 
 #endif

@@ -390,14 +390,15 @@ TEST_CASE("vec_dot_tile equals per-row, per-token dots", "[quant][vec_dot]") {
     }
 }
 
-// The K-quant tiles (AMX where the CPU has it) on random block bytes: every level and
-// scale, Q6_K's -128 scales included, and activations at +-127, over full 16 x 16 tiles
-// and their remainders, bitwise equal to the row kernel per (row, token).
-TEST_CASE("vec_dot_tile on random K-quant blocks equals per-row dots", "[quant][vec_dot]") {
+// The tiles of the integer types (AMX where the CPU has it) on random block bytes: every
+// level and scale, Q6_K's -128 scales included, and activations at +-127, over full
+// 16 x 16 tiles and their remainders, bitwise equal to the row kernel per (row, token).
+TEST_CASE("vec_dot_tile on random blocks equals per-row dots", "[quant][vec_dot]") {
     std::mt19937 rng(909);
-    for (DType type : {DType::Q4_K, DType::Q5_K, DType::Q6_K}) {
+    for (DType type : {DType::Q8_0, DType::Q4_0, DType::Q5_0, DType::Q1_0, DType::Q4_K, DType::Q5_K, DType::Q6_K}) {
+        const DType act = quant::vec_dot_type(type);
         const int64_t n = 768, n_rows = 37, n_tokens = 35;
-        const size_t w_stride = *row_bytes(type, n), x_stride = *row_bytes(DType::Q8_K, n);
+        const size_t w_stride = *row_bytes(type, n), x_stride = *row_bytes(act, n);
         for (int pattern = 0; pattern < 3; ++pattern) {
             Bytes w(w_stride * n_rows), x(x_stride * n_tokens);
             fill_random(rng, w.u8(), w.size);
@@ -408,15 +409,15 @@ TEST_CASE("vec_dot_tile on random K-quant blocks equals per-row dots", "[quant][
                 if (type == DType::Q6_K) {
                     put_u16(blk + 208, random_f16(rng, true));
                 } else {
-                    put_u16(blk, random_f16(rng));
-                    put_u16(blk + 2, random_f16(rng));
+                    put_u16(blk, random_f16(rng, true));
+                    if (type == DType::Q4_K || type == DType::Q5_K) put_u16(blk + 2, random_f16(rng));
                 }
             }
             for (int64_t t = 0; t < n_tokens; ++t) {
                 auto xf = random_row(rng, n);
                 if (pattern == 2 && t % 2 == 0)  // quants of +-127 throughout
                     for (auto& v : xf) v = v < 0 ? -1.0f : 1.0f;
-                quant::quantize_activations(DType::Q8_K, xf.data(), x.u8() + static_cast<size_t>(t) * x_stride, n);
+                quant::quantize_activations(act, xf.data(), x.u8() + static_cast<size_t>(t) * x_stride, n);
             }
             for (int64_t tokens : {int64_t{4}, int64_t{16}, n_tokens}) {
                 std::vector<float> got(static_cast<size_t>(n_rows * tokens), 12345.0f);
