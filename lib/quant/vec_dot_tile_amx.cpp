@@ -1,4 +1,6 @@
-// Q8_0 token tiles on the AMX matrix unit (Intel Sapphire Rapids and later).
+// Q8_0 token tiles on the AMX matrix unit (Intel Sapphire Rapids and later), and through
+// them Q4_0 / Q5_0 (rows widened to Q8_0 first) and Q1_0 (rows widened to +-1 bytes, each
+// 32-element sub-block one product, scaled as dot_q1_0 does).
 //
 // One TDPBSSD multiplies a tile of 16 weight rows x 32 quants (one block of each row,
 // loaded straight from the weight matrix with the row stride) by a tile of 32 quants x
@@ -11,7 +13,8 @@
 // quants 4k..4k+3 of every token), then the 16 tokens' d_x as floats.
 #include "quant/kernels.h"
 
-#if defined(__AMX_TILE__) && defined(__AMX_INT8__) && defined(__AVX512F__) && defined(__F16C__)
+#if defined(__AMX_TILE__) && defined(__AMX_INT8__) && defined(__AVX512F__) && defined(__AVX512BW__) && \
+    defined(__AVX512VL__) && defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
 
 #include <immintrin.h>
 #include <sys/syscall.h>
