@@ -31,6 +31,7 @@
 #include "quant/avx2_blocks.h"
 #include "quant/blocks.h"
 #include "quant/gcc_avx512_warnings.h"
+#include "quant/tile_store_avx512.h"
 
 namespace inlay::quant::detail {
 namespace {
@@ -63,20 +64,6 @@ void load_config(int rows) {
         c.colsb[set + 2] = kTileTokens * 4;
     }
     _tile_loadconfig(&c);
-}
-
-// results[t * result_stride + r] = out[r][t] for the first rows and tokens: token by
-// token, the rows gathered into one vector. A token's results are contiguous, while a
-// row's are a result stride apart (often a multiple of 4 KiB, so stores row by row would
-// all land in one cache set).
-void store_token_major(const float (&out)[kTileRows][kTileTokens], int rows, int tokens, float* result,
-                       size_t result_stride) {
-    const auto row_mask = static_cast<__mmask16>((1u << rows) - 1);
-    const __m512i row_offsets =
-        _mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0), _mm512_set1_epi32(kTileTokens));
-    for (int t = 0; t < tokens; ++t)
-        _mm512_mask_storeu_ps(result + static_cast<size_t>(t) * result_stride, row_mask,
-                              _mm512_mask_i32gather_ps(_mm512_setzero_ps(), row_mask, row_offsets, &out[0][t], 4));
 }
 
 // `rows` (<= 16) weight rows against one packed group of 16 tokens, `tokens` of them real.
@@ -126,8 +113,8 @@ void tile_group(int rows, int64_t n_blocks, int tokens, float* result, size_t re
         _tile_stored(3, sums, kTileTokens * sizeof(int32_t));
         scale_block(b + 1);
     }
-    alignas(64) float out[kTileRows][kTileTokens];
-    for (int r = 0; r < n_rows; ++r) _mm512_store_ps(out[r], acc[r]);
+    __m512 out[kTileRows];
+    for (int r = 0; r < kTileRows; ++r) out[r] = r < n_rows ? acc[r] : _mm512_setzero_ps();
     store_token_major(out, n_rows, tokens, result, result_stride);
 }
 
@@ -238,7 +225,7 @@ void amx_tile_q1_0(int64_t n, int64_t n_rows, int64_t n_tokens, float* result, s
     const auto* wb = static_cast<const uint8_t*>(w);
     const __m256i plus = _mm256_set1_epi8(1), minus = _mm256_set1_epi8(-1);
     alignas(64) int32_t sums[kTileRows][kTileTokens];
-    alignas(64) float block[kTileRows][kTileTokens], acc[kTileRows][kTileTokens], out[kTileRows][kTileTokens];
+    alignas(64) float block[kTileRows][kTileTokens], acc[kTileRows][kTileTokens];
     for (int64_t r0 = 0; r0 < n_rows; r0 += kTileRows) {
         const int rows = static_cast<int>(std::min<int64_t>(kTileRows, n_rows - r0));
         for (int r = 0; r < rows; ++r) {
@@ -277,7 +264,8 @@ void amx_tile_q1_0(int64_t n, int64_t n_rows, int64_t n_tokens, float* result, s
                     }
                 }
             }
-            for (int r = 0; r < rows; ++r) _mm512_store_ps(out[r], _mm512_load_ps(acc[r]));
+            __m512 out[kTileRows];
+            for (int r = 0; r < kTileRows; ++r) out[r] = r < rows ? _mm512_load_ps(acc[r]) : _mm512_setzero_ps();
             store_token_major(out, rows, tokens, result + static_cast<size_t>(t0) * result_stride + static_cast<size_t>(r0),
                               result_stride);
         }

@@ -35,6 +35,7 @@
 #include "quant/avx2_kquant_levels.h"
 #include "quant/blocks.h"
 #include "quant/gcc_avx512_warnings.h"
+#include "quant/tile_store_avx512.h"
 
 namespace inlay::quant::detail {
 namespace {
@@ -277,18 +278,19 @@ void tile_rows(int64_t n, int64_t n_rows, int64_t n_tokens, float* result, size_
             tile_block<W>(rows, b, n_blocks, n_groups, unpacked + static_cast<size_t>(b) * unpacked_block_bytes<W>(),
                           packed, acc, acc_min, acc_stride);
         _tile_release();
-        // Token by token, the block's rows gathered into one vector: the results of a token
-        // are contiguous, while a row's are a whole result stride apart (often a multiple
-        // of 4 KiB, so row-by-row stores would all land in one cache set).
-        const __mmask16 row_mask = static_cast<__mmask16>((1u << rows) - 1);
-        const __m512i row_offsets =
-            _mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
-                               _mm512_set1_epi32(static_cast<int>(acc_stride)));
-        for (int64_t t = 0; t < n_tokens; ++t) {
-            __m512 v = _mm512_mask_i32gather_ps(_mm512_setzero_ps(), row_mask, row_offsets, acc + t, 4);
-            if constexpr (W != DType::Q6_K)
-                v = _mm512_sub_ps(v, _mm512_mask_i32gather_ps(_mm512_setzero_ps(), row_mask, row_offsets, acc_min + t, 4));
-            _mm512_mask_storeu_ps(result + static_cast<size_t>(t) * result_stride + static_cast<size_t>(r0), row_mask, v);
+        for (int64_t t0 = 0; t0 < n_tokens; t0 += kTileTokens) {
+            __m512 out[kTileRows];
+            for (int r = 0; r < kTileRows; ++r) {
+                if (r >= rows) {
+                    out[r] = _mm512_setzero_ps();
+                    continue;
+                }
+                const size_t at = static_cast<size_t>(r) * acc_stride + static_cast<size_t>(t0);
+                out[r] = _mm512_loadu_ps(acc + at);
+                if constexpr (W != DType::Q6_K) out[r] = _mm512_sub_ps(out[r], _mm512_loadu_ps(acc_min + at));
+            }
+            store_token_major(out, rows, static_cast<int>(std::min<int64_t>(kTileTokens, n_tokens - t0)),
+                              result + static_cast<size_t>(t0) * result_stride + static_cast<size_t>(r0), result_stride);
         }
     }
 }
