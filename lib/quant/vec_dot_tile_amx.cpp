@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "core/half.h"
+#include "quant/amx_common.h"
 #include "quant/avx2_blocks.h"
 #include "quant/blocks.h"
 #include "quant/gcc_avx512_warnings.h"
@@ -39,20 +40,12 @@ namespace {
 constexpr int kTileTokens = 16;
 constexpr int kTileRows = 16;
 constexpr size_t kPackedQuants = kQK8_0 * kTileTokens;  // bytes of one block's B tile
-constexpr size_t kPackedBlock = kPackedQuants + kTileTokens * sizeof(float);
+constexpr size_t kPackedBlock = amx_packed_block_bytes<BlockQ8_0, kQK8_0>();
 
 // The tile configuration (LDTILECFG's 64-byte layout): tile 0 the int32 block sums (rows x
 // 16 tokens), tile 1 the weights (rows x 32 quants), tile 2 the activations (8 x 64);
 // tiles 3, 4, 5 the same for the next block, so the unit works on one block while the
 // vector units scale the other's sums.
-struct alignas(64) TileConfig {
-    uint8_t palette_id = 1;
-    uint8_t start_row = 0;
-    uint8_t reserved[14] = {};
-    uint16_t colsb[16] = {};
-    uint8_t rows[16] = {};
-};
-
 void load_config(int rows) {
     TileConfig c;
     for (int set = 0; set < 6; set += 3) {
@@ -131,27 +124,10 @@ bool amx_usable() {
     return usable;
 }
 
-size_t amx_pack_q8_0_bytes(int64_t n, int64_t n_tokens) {
-    const auto groups = static_cast<size_t>((n_tokens + kTileTokens - 1) / kTileTokens);
-    return groups * static_cast<size_t>(n / kQK8_0) * kPackedBlock;
-}
+size_t amx_pack_q8_0_bytes(int64_t n, int64_t n_tokens) { return amx_pack_bytes<BlockQ8_0, kQK8_0>(n, n_tokens); }
 
 void amx_pack_q8_0(int64_t n, int64_t n_tokens, const void* x, size_t x_stride, std::byte* out) {
-    const int64_t n_blocks = n / kQK8_0;
-    const auto* xb = static_cast<const uint8_t*>(x);
-    std::memset(out, 0, amx_pack_q8_0_bytes(n, n_tokens));
-    for (int64_t t = 0; t < n_tokens; ++t) {
-        const auto* row = reinterpret_cast<const BlockQ8_0*>(xb + static_cast<size_t>(t) * x_stride);
-        std::byte* group = out + static_cast<size_t>(t / kTileTokens) * static_cast<size_t>(n_blocks) * kPackedBlock;
-        const auto lane = static_cast<size_t>(t % kTileTokens);
-        for (int64_t b = 0; b < n_blocks; ++b) {
-            std::byte* block = group + static_cast<size_t>(b) * kPackedBlock;
-            for (size_t k = 0; k < kQK8_0 / 4; ++k)  // tile row k: quants 4k..4k+3 of every token
-                std::memcpy(block + k * kTileTokens * 4 + lane * 4, row[b].qs + 4 * k, 4);
-            const float d = f16_to_f32(row[b].d);
-            std::memcpy(block + kPackedQuants + lane * sizeof(float), &d, sizeof d);
-        }
-    }
+    amx_pack<BlockQ8_0, kQK8_0>(n, n_tokens, x, x_stride, out);
 }
 
 void amx_tile_q8_0(int64_t n, int64_t n_rows, int64_t n_tokens, float* result, size_t result_stride, const void* w,

@@ -32,6 +32,7 @@
 #include <vector>
 
 #include "core/half.h"
+#include "quant/amx_common.h"
 #include "quant/avx2_kquant_levels.h"
 #include "quant/blocks.h"
 #include "quant/gcc_avx512_warnings.h"
@@ -45,19 +46,11 @@ constexpr int kTileRows = 16;
 constexpr int kChunk = 64;                                   // values per tile product
 constexpr int kChunks = kQK_K / kChunk;                      // 4 per super-block
 constexpr size_t kPackedQuants = size_t{kQK_K} * kTileTokens;  // one super-block's B tiles
-constexpr size_t kPackedBlock = kPackedQuants + kTileTokens * sizeof(float);
+constexpr size_t kPackedBlock = amx_packed_block_bytes<BlockQ8_K, kQK_K>();
 constexpr size_t kPartBytes = size_t{kTileRows} * kQK_K;     // one part of 16 rows' super-block
 
 // The tile configuration: tiles 0-3 the parts' int32 sums (rows x 16 tokens), 4 and 5
 // the weight parts (rows x 64 bytes, taken in turn), 6 the activations (16 x 64).
-struct alignas(64) TileConfig {
-    uint8_t palette_id = 1;
-    uint8_t start_row = 0;
-    uint8_t reserved[14] = {};
-    uint16_t colsb[16] = {};
-    uint8_t rows[16] = {};
-};
-
 void load_config(int rows) {
     TileConfig c;
     for (int t = 0; t < 6; ++t) {
@@ -301,26 +294,10 @@ bool amx_kquant_type(DType weight) {
     return weight == DType::Q4_K || weight == DType::Q5_K || weight == DType::Q6_K;
 }
 
-size_t amx_pack_q8_k_bytes(int64_t n, int64_t n_tokens) {
-    const auto groups = static_cast<size_t>((n_tokens + kTileTokens - 1) / kTileTokens);
-    return groups * static_cast<size_t>(n / kQK_K) * kPackedBlock;
-}
+size_t amx_pack_q8_k_bytes(int64_t n, int64_t n_tokens) { return amx_pack_bytes<BlockQ8_K, kQK_K>(n, n_tokens); }
 
 void amx_pack_q8_k(int64_t n, int64_t n_tokens, const void* x, size_t x_stride, std::byte* out) {
-    const int64_t n_blocks = n / kQK_K;
-    const auto* xb = static_cast<const uint8_t*>(x);
-    std::memset(out, 0, amx_pack_q8_k_bytes(n, n_tokens));
-    for (int64_t t = 0; t < n_tokens; ++t) {
-        const auto* row = reinterpret_cast<const BlockQ8_K*>(xb + static_cast<size_t>(t) * x_stride);
-        std::byte* group = out + static_cast<size_t>(t / kTileTokens) * static_cast<size_t>(n_blocks) * kPackedBlock;
-        const auto lane = static_cast<size_t>(t % kTileTokens);
-        for (int64_t b = 0; b < n_blocks; ++b) {
-            std::byte* block = group + static_cast<size_t>(b) * kPackedBlock;
-            for (size_t k = 0; k < kQK_K / 4; ++k)  // tile row k: quants 4k..4k+3 of every token
-                std::memcpy(block + k * kTileTokens * 4 + lane * 4, row[b].qs + 4 * k, 4);
-            std::memcpy(block + kPackedQuants + lane * sizeof(float), &row[b].d, sizeof(float));
-        }
-    }
+    amx_pack<BlockQ8_K, kQK_K>(n, n_tokens, x, x_stride, out);
 }
 
 void amx_tile_kquant(DType weight, int64_t n, int64_t n_rows, int64_t n_tokens, float* result, size_t result_stride,
