@@ -17,6 +17,15 @@ namespace inlay::quant::detail {
 
 inline constexpr int kAmxPackTokens = 16;
 
+// Tile rows are 64 bytes: in buffers aligned to a cache line each loads one line, not two.
+// A buffer holding `kAmxAlign - 1` spare bytes has its aligned start here.
+inline constexpr size_t kAmxAlign = 64;
+template <class T>
+T* amx_aligned(T* p) {
+    const auto a = reinterpret_cast<uintptr_t>(p);
+    return reinterpret_cast<T*>((a + kAmxAlign - 1) & ~(kAmxAlign - 1));
+}
+
 // LDTILECFG's 64-byte layout (palette 1): rows and bytes per row of each tile.
 struct alignas(64) TileConfig {
     uint8_t palette_id = 1;

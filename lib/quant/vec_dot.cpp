@@ -1,8 +1,7 @@
 #include "quant/vec_dot.h"
 
-#include <cstdint>
-
 #include "core/error.h"
+#include "quant/amx_common.h"
 #include "quant/kernels.h"
 #include "quant/quantize.h"
 #include "quant/row_codecs.h"
@@ -128,13 +127,6 @@ namespace {
 enum class AmxPath { none, q8_0, widened, q1_0, kquant };
 constexpr int64_t kAmxUnpackMinTokens = 8;
 
-constexpr size_t kTileAlign = 64;
-template <class T>
-T* tile_aligned(T* p) {
-    const auto a = reinterpret_cast<uintptr_t>(p);
-    return reinterpret_cast<T*>((a + kTileAlign - 1) & ~(kTileAlign - 1));
-}
-
 AmxPath amx_path(DType weight, int64_t n, int64_t n_tokens) {
     if (n_tokens < 2 || n <= 0 || !detail::amx_usable()) return AmxPath::none;
     if (weight == DType::Q8_0 && n % 32 == 0) return AmxPath::q8_0;
@@ -159,11 +151,10 @@ void TilePack::assign(DType weight, int64_t n, int64_t n_tokens, const void* x, 
     const AmxPath path = amx_path(weight, n, n_tokens);
     if (path == AmxPath::none) return;
     if (x == nullptr) fail(INLAY_ERR_INVALID_ARGUMENT, "TilePack: null activations");
-    // Tile rows are 64 bytes: aligned to a cache line, each loads one line instead of two.
     const bool q8_k = path == AmxPath::kquant;
     const size_t size = q8_k ? detail::amx_pack_q8_k_bytes(n, n_tokens) : detail::amx_pack_q8_0_bytes(n, n_tokens);
-    bytes_.resize(size + kTileAlign - 1);
-    std::byte* out = tile_aligned(bytes_.data());
+    bytes_.resize(size + detail::kAmxAlign - 1);
+    std::byte* out = detail::amx_aligned(bytes_.data());
     if (q8_k) detail::amx_pack_q8_k(n, n_tokens, x, x_stride, out);
     else detail::amx_pack_q8_0(n, n_tokens, x, x_stride, out);
 }
@@ -183,7 +174,7 @@ void vec_dot_tile(DType weight, int64_t n, int64_t n_rows, int64_t n_tokens, flo
             own = TilePack(weight, n, n_tokens, x, x_stride);
             pack = &own;
         }
-        const std::byte* packed = tile_aligned(pack->bytes_.data());
+        const std::byte* packed = detail::amx_aligned(pack->bytes_.data());
         if (path == AmxPath::q8_0) detail::amx_tile_q8_0(n, n_rows, n_tokens, result, result_stride, w, w_stride, packed);
         else if (path == AmxPath::widened)
             detail::amx_tile_widened(weight, n, n_rows, n_tokens, result, result_stride, w, w_stride, packed);

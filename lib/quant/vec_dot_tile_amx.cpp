@@ -24,7 +24,6 @@
 #include <cstddef>
 #include <cstdlib>
 #include <cstring>
-
 #include <vector>
 
 #include "core/half.h"
@@ -37,7 +36,7 @@
 namespace inlay::quant::detail {
 namespace {
 
-constexpr int kTileTokens = 16;
+constexpr int kTileTokens = kAmxPackTokens;
 constexpr int kTileRows = 16;
 constexpr size_t kPackedQuants = kQK8_0 * kTileTokens;  // bytes of one block's B tile
 constexpr size_t kPackedBlock = amx_packed_block_bytes<BlockQ8_0, kQK8_0>();
@@ -195,9 +194,9 @@ void amx_tile_q1_0(int64_t n, int64_t n_rows, int64_t n_tokens, float* result, s
     // Per thread and kept, grown once rather than on every step: 16 rows of +-1 bytes, their scales.
     thread_local std::vector<int8_t> levels;
     thread_local std::vector<float> scales;
-    levels.resize(static_cast<size_t>(kTileRows * n) + 63);
+    levels.resize(static_cast<size_t>(kTileRows * n) + kAmxAlign - 1);
     scales.resize(static_cast<size_t>(kTileRows * n_blocks));
-    int8_t* lv = levels.data() + (-reinterpret_cast<uintptr_t>(levels.data()) & 63);
+    int8_t* lv = amx_aligned(levels.data());
     const auto* wb = static_cast<const uint8_t*>(w);
     const __m256i plus = _mm256_set1_epi8(1), minus = _mm256_set1_epi8(-1);
     alignas(64) int32_t sums[kTileRows][kTileTokens];

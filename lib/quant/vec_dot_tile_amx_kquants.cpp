@@ -41,7 +41,7 @@
 namespace inlay::quant::detail {
 namespace {
 
-constexpr int kTileTokens = 16;
+constexpr int kTileTokens = kAmxPackTokens;
 constexpr int kTileRows = 16;
 constexpr int kChunk = 64;                                   // values per tile product
 constexpr int kChunks = kQK_K / kChunk;                      // 4 per super-block
@@ -173,7 +173,8 @@ constexpr size_t unpacked_block_bytes() {
 
 // Super-block b of `rows` (<= 16) unpacked weight rows against every group of 16 tokens:
 // its parts stay in L1 while the groups' activations stream past. acc and acc_min hold
-// each row's float accumulators over all the (padded) tokens.
+// each row's float accumulators over all the (padded) tokens; the first super-block
+// starts them from 0 (as the reference's accumulators start), so they need no clearing.
 template <DType W>
 void tile_block(int rows, int64_t b, int64_t n_blocks, int64_t n_groups, const uint8_t* parts, const std::byte* packed,
                 float* acc, float* acc_min, size_t acc_stride) {
@@ -222,10 +223,12 @@ void tile_block(int rows, int64_t b, int64_t n_blocks, int64_t n_groups, const u
                 sumi = _mm512_add_epi32(_mm512_slli_epi32(part(0), 3), part(1));
                 float* row_min = acc_min + static_cast<size_t>(r) * acc_stride + static_cast<size_t>(g) * kTileTokens;
                 const __m512 scale_min = _mm512_mul_ps(dx, _mm512_set1_ps(scales.dmin[r]));
-                _mm512_storeu_ps(row_min, _mm512_fmadd_ps(_mm512_cvtepi32_ps(part(2)), scale_min, _mm512_loadu_ps(row_min)));
+                const __m512 prev_min = b == 0 ? _mm512_setzero_ps() : _mm512_loadu_ps(row_min);
+                _mm512_storeu_ps(row_min, _mm512_fmadd_ps(_mm512_cvtepi32_ps(part(2)), scale_min, prev_min));
             }
             const __m512 scale = _mm512_mul_ps(dx, _mm512_set1_ps(scales.d[r]));
-            _mm512_storeu_ps(row_acc, _mm512_fmadd_ps(_mm512_cvtepi32_ps(sumi), scale, _mm512_loadu_ps(row_acc)));
+            const __m512 prev = b == 0 ? _mm512_setzero_ps() : _mm512_loadu_ps(row_acc);
+            _mm512_storeu_ps(row_acc, _mm512_fmadd_ps(_mm512_cvtepi32_ps(sumi), scale, prev));
         }
     }
 }
@@ -246,9 +249,8 @@ void tile_rows(int64_t n, int64_t n_rows, int64_t n_tokens, float* result, size_
     const int64_t n_groups = (n_tokens + kTileTokens - 1) / kTileTokens;
     const auto acc_stride = static_cast<size_t>(n_groups) * kTileTokens;
     thread_local TileScratch scratch;
-    // Aligned to a cache line, so that each 64-byte tile row is one line.
-    scratch.unpacked.resize(static_cast<size_t>(n_blocks) * unpacked_block_bytes<W>() + 63);
-    uint8_t* unpacked = scratch.unpacked.data() + (-reinterpret_cast<uintptr_t>(scratch.unpacked.data()) & 63);
+    scratch.unpacked.resize(static_cast<size_t>(n_blocks) * unpacked_block_bytes<W>() + kAmxAlign - 1);
+    uint8_t* unpacked = amx_aligned(scratch.unpacked.data());
     scratch.acc.resize(2 * kTileRows * acc_stride);
     float* acc = scratch.acc.data();
     float* acc_min = acc + kTileRows * acc_stride;
@@ -265,7 +267,6 @@ void tile_rows(int64_t n, int64_t n_rows, int64_t n_tokens, float* result, size_
                 if constexpr (W != DType::Q6_K) scales.dmin[r] = f16_to_f32(row[b].dmin);
             }
         }
-        std::fill(scratch.acc.begin(), scratch.acc.end(), 0.0f);
         load_config(rows);
         for (int64_t b = 0; b < n_blocks; ++b)
             tile_block<W>(rows, b, n_blocks, n_groups, unpacked + static_cast<size_t>(b) * unpacked_block_bytes<W>(),
