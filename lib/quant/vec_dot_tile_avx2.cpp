@@ -73,6 +73,71 @@ struct FloatTile {
     }
 };
 
+// The same arithmetic for the 16-bit types where only 16 vector registers exist. A pair's
+// two accumulators are independent chains (elements 16k..16k+7 into the first,
+// 16k+8..16k+15 into the second), so they are computed one after the other: the first
+// pass keeps R * T first accumulators in registers, stores them, and the second pass
+// adds its own. That doubles the tile's loads from L1 but lets 3 rows x 4 tokens share
+// each widened operand (12 FMAs per 7 conversions, where keeping both accumulators
+// live fits only 1 row x 2 tokens: 4 FMAs per 6).
+template <DType Type>
+struct HalfFloatTile {
+    template <int R, int T>
+    static void run(int64_t n, float* result, size_t result_stride, const uint8_t* w, size_t w_stride,
+                    const uint8_t* x, size_t x_stride) {
+        using E = FloatElem<Type>;
+        using Elem = typename E::type;
+        const Elem* wr[R];
+        const Elem* xr[T];
+        for (int r = 0; r < R; ++r) wr[r] = row_as<Elem>(w, w_stride, r);
+        for (int t = 0; t < T; ++t) xr[t] = row_as<Elem>(x, x_stride, t);
+        const int64_t n16 = n / 16 * 16;
+        __m256 first[R][T];
+        // Pass 0: elements 16k..16k+7 of every full chunk of 16, then one chunk of 8
+        // left over (dot_float puts it into the first accumulator too).
+        pass(n16, 0, wr, xr, first);
+        if (n16 + 8 <= n) {
+            __m256 wv[R];
+            for (int r = 0; r < R; ++r) wv[r] = E::load(wr[r] + n16);
+            for (int t = 0; t < T; ++t) {
+                const __m256 xv = E::load(xr[t] + n16);
+                for (int r = 0; r < R; ++r) first[r][t] = _mm256_fmadd_ps(wv[r], xv, first[r][t]);
+            }
+        }
+        alignas(32) float spilled[R][T][8];
+        for (int r = 0; r < R; ++r)
+            for (int t = 0; t < T; ++t) _mm256_store_ps(spilled[r][t], first[r][t]);
+        __m256 second[R][T];
+        pass(n16, 8, wr, xr, second);
+        const int64_t done = n16 + 8 <= n ? n16 + 8 : n16;
+        for (int r = 0; r < R; ++r) {
+            for (int t = 0; t < T; ++t) {
+                float sum = hsum(_mm256_add_ps(_mm256_load_ps(spilled[r][t]), second[r][t]));
+                for (int64_t j = done; j < n; ++j) sum += E::scalar(wr[r][j]) * E::scalar(xr[t][j]);
+                result[static_cast<size_t>(t) * result_stride + static_cast<size_t>(r)] = sum;
+            }
+        }
+    }
+
+private:
+    // acc[r][t] = sum over the chunks of 16 below n16 of the 8 elements at `offset`.
+    template <int R, int T>
+    static void pass(int64_t n16, int offset, const typename FloatElem<Type>::type* const (&wr)[R],
+                     const typename FloatElem<Type>::type* const (&xr)[T], __m256 (&acc)[R][T]) {
+        using E = FloatElem<Type>;
+        for (int r = 0; r < R; ++r)
+            for (int t = 0; t < T; ++t) acc[r][t] = _mm256_setzero_ps();
+        for (int64_t i = offset; i < n16; i += 16) {
+            __m256 wv[R];
+            for (int r = 0; r < R; ++r) wv[r] = E::load(wr[r] + i);
+            for (int t = 0; t < T; ++t) {
+                const __m256 xv = E::load(xr[t] + i);
+                for (int r = 0; r < R; ++r) acc[r][t] = _mm256_fmadd_ps(wv[r], xv, acc[r][t]);
+            }
+        }
+    }
+};
+
 // ---------------------------------------------------------------- 32-element blocks
 
 // Per weight type, Block32<Block>::dot split into a part loaded once per weight block
@@ -258,21 +323,29 @@ struct BlockSumTile {
 
 // Tile shapes: R * T accumulators (times 4 for the 16-bit floats) plus R rows' operands
 // must fit the register file.
-constexpr int kFloat16Rows = kWideRegisters ? 2 : 1;
-constexpr int kFloat16Tokens = kWideRegisters ? 3 : 2;
+constexpr int kFloat16Rows = 2;  // with 32 registers, both accumulators stay live
+constexpr int kFloat16Tokens = 3;
+constexpr int kHalfFloatRows = 3;  // with 16: one accumulator per pass
+constexpr int kHalfFloatTokens = 4;
 constexpr int kF32Rows = kWideRegisters ? 4 : 2;
 constexpr int kF32Tokens = kWideRegisters ? 4 : 3;
 constexpr int kBlockRows = kWideRegisters ? 4 : 2;
 constexpr int kBlockTokens = kWideRegisters ? 3 : 2;
 constexpr int kBlockSumTokens = kWideRegisters ? 3 : 2;
 
+template <DType Type>
+VecDotTileFn float16_tiles() {
+    if constexpr (kWideRegisters) return tiles<FloatTile<Type>, kFloat16Rows, kFloat16Tokens>;
+    else return tiles<HalfFloatTile<Type>, kHalfFloatRows, kHalfFloatTokens>;
+}
+
 }  // namespace
 
 VecDotTileFn avx2_tile_kernel(DType weight) {
     switch (weight) {
         case DType::F32: return tiles<FloatTile<DType::F32>, kF32Rows, kF32Tokens>;
-        case DType::F16: return tiles<FloatTile<DType::F16>, kFloat16Rows, kFloat16Tokens>;
-        case DType::BF16: return tiles<FloatTile<DType::BF16>, kFloat16Rows, kFloat16Tokens>;
+        case DType::F16: return float16_tiles<DType::F16>();
+        case DType::BF16: return float16_tiles<DType::BF16>();
         case DType::Q8_0: return tiles<BlockSumTile<BlockQ8_0>, 8, kBlockSumTokens>;
         case DType::Q4_0: return tiles<BlockSumTile<BlockQ4_0>, 8, kBlockSumTokens>;
         case DType::Q5_0: return tiles<BlockSumTile<BlockQ5_0>, 8, kBlockSumTokens>;
