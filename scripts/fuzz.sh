@@ -28,8 +28,10 @@ command -v clang++ >/dev/null || { echo "fuzz.sh: clang++ is missing (scripts/in
 dir=build-fuzz
 launcher=()
 command -v ccache >/dev/null && launcher=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+generator=()
+command -v ninja >/dev/null && [ ! -f "$dir/CMakeCache.txt" ] && generator=(-G Ninja)
 # -O1 with line tables and assertions on: quicker to build than -O2, and asserts are oracles.
-CC=clang CXX=clang++ cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=Debug -DCMAKE_C_FLAGS_DEBUG="-O1 -gline-tables-only" \
+CC=clang CXX=clang++ cmake -S . -B "$dir" "${generator[@]}" -DCMAKE_BUILD_TYPE=Debug -DCMAKE_C_FLAGS_DEBUG="-O1 -gline-tables-only" \
   -DCMAKE_CXX_FLAGS_DEBUG="-O1 -gline-tables-only" -DINLAY_FUZZ=ON -DINLAY_CUDA=OFF -DINLAY_BENCH=OFF \
   -DINLAY_EXAMPLES=OFF "${launcher[@]}" >/dev/null
 cmake --build "$dir" -j"$(nproc)" --target "${targets[@]/#/fuzz_}" "${targets[@]/#/fuzz_regress_}"

@@ -3,7 +3,7 @@
 # later). Run as root, or with sudo available. Idempotent.
 set -euo pipefail
 packages=(
-  build-essential cmake pkg-config
+  build-essential cmake pkg-config ninja-build
   libfmt-dev nlohmann-json3-dev libpcre2-dev libsentencepiece-dev
   catch2 libbenchmark-dev
   python3
