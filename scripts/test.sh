@@ -21,14 +21,15 @@ for arg in "$@"; do
   esac
 done
 jobs=$(nproc)
+dir=build
+[ -z "$sanitize" ] || dir="build-${sanitize//,/-}"
 # Ninja where it is installed (scripts/install-deps.sh installs it): it keeps both cores
 # busy through the build; a build folder keeps the generator it was configured with.
 generator=()
-if command -v ninja >/dev/null && [ ! -f "build${sanitize:+-${sanitize//,/-}}/CMakeCache.txt" ]; then
+if command -v ninja >/dev/null && [ ! -f "$dir/CMakeCache.txt" ]; then
   generator=(-G Ninja)
 fi
 if [ -n "$sanitize" ]; then
-  dir="build-${sanitize//,/-}"
   # The CUDA backend is built and its host-side tests run in the plain build; sanitizers
   # add nothing to CUDA code that cannot run here (no GPU), so they build the CPU library.
   # -O2 as RelWithDebInfo, with line tables only (-g1): the sanitizers' stack traces need
@@ -40,7 +41,6 @@ if [ -n "$sanitize" ]; then
   export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
   export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
 else
-  dir=build
   cmake -S . -B "$dir" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release -DINLAY_WERROR=ON
 fi
 # Every skip of the run appends a line to $dir/test-skips.log (tests/support/skip.h).
