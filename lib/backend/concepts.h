@@ -119,6 +119,7 @@ concept Backend = requires(B& b, const B& cb, typename B::Buffer& buf, const typ
     b.add_rms_norm(buf, cbuf, w, f, n, n, buf);     // x += y; out = rms_norm(x) (rows, dim); out may be x, not y
     b.matmul(w, cbuf, n, buf, scratch);             // y[t] = W x[t] for t < n_tokens
     b.matmul_swiglu(w, w, cbuf, n, buf, scratch);   // out[t] = silu(G x[t]) * (U x[t])
+    b.matmul_qkv(w, w, w, cbuf, n, buf, buf, buf, scratch);  // q[t], k[t], v[t] = Wq x[t], Wk x[t], Wv x[t]
     // q [tokens][n_heads][head_dim], k [tokens][n_kv_heads][head_dim]: optional per-head
     // RMSNorm (q_norm/k_norm may be null), RoPE (freq factors may be null), then K and V
     // appended at each token's slot of `layer`.

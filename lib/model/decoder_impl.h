@@ -139,9 +139,7 @@ void Decoder<B>::forward(const BatchDesc& batch, typename B::KvStorage& kv, Work
     for (int64_t l = 0; l < s.n_layers; ++l) {
         const Layer& L = layers_[static_cast<size_t>(l)];
         // attention block (its input norm was fused with the previous residual add)
-        b.matmul(L.wq, ws.xn, n, ws.q, ws.scratch);
-        b.matmul(L.wk, ws.xn, n, ws.k, ws.scratch);
-        b.matmul(L.wv, ws.xn, n, ws.v, ws.scratch);
+        b.matmul_qkv(L.wq, L.wk, L.wv, ws.xn, n, ws.q, ws.k, ws.v, ws.scratch);
         b.rope_kv_append(ws.q, ws.k, ws.v, L.q_norm ? &*L.q_norm : nullptr, L.k_norm ? &*L.k_norm : nullptr,
                          s.rms_eps, rope, freq_factors, kv, l, s.n_heads, ws.batch);
         b.attention(ws.q, kv, l, ws.batch, s.n_heads, attn_scale, ws.attn, ws.scratch);

@@ -123,7 +123,8 @@ TEMPLATE_TEST_CASE("embed returns the dequantized rows of every table type", "[b
     }
 }
 
-TEMPLATE_TEST_CASE("matmul and matmul_swiglu match float64 for every weight type", "[backend]", INLAY_TEST_BACKENDS) {
+TEMPLATE_TEST_CASE("matmul, matmul_swiglu and matmul_qkv match float64 for every weight type", "[backend]",
+                   INLAY_TEST_BACKENDS) {
     auto b = BackendFactory<TestType>::make();
     const int64_t n_in = 512, n_out = 37;
     const ScratchShape shape{8, n_in, n_out, 1, 1};
@@ -138,7 +139,12 @@ TEMPLATE_TEST_CASE("matmul and matmul_swiglu match float64 for every weight type
             auto y = b->alloc(n_tok * n_out), z = b->alloc(n_tok * n_out);
             b->matmul(g, xb, n_tok, y, scratch);
             b->matmul_swiglu(g, u, xb, n_tok, z, scratch);
+            // q and v from g, k from u: each output against its own product's bound
+            auto q = b->alloc(n_tok * n_out), kb = b->alloc(n_tok * n_out), v = b->alloc(n_tok * n_out);
+            b->matmul_qkv(g, u, g, xb, n_tok, q, kb, v, scratch);
             const auto got = download(*b, y, n_tok * n_out), fused = download(*b, z, n_tok * n_out);
+            const auto got_q = download(*b, q, n_tok * n_out), got_k = download(*b, kb, n_tok * n_out),
+                       got_v = download(*b, v, n_tok * n_out);
             for (int64_t tk = 0; tk < n_tok; ++tk)
                 for (int64_t r = 0; r < n_out; ++r) {
                     double rg = 0, ru = 0;
@@ -146,6 +152,9 @@ TEMPLATE_TEST_CASE("matmul and matmul_swiglu match float64 for every weight type
                     const double bu = matmul_bound(type, x.data() + tk * n_in, ut.dequantized.data() + r * n_in, n_in, &ru);
                     const auto k = static_cast<size_t>(tk * n_out + r);
                     REQUIRE(std::fabs(got[k] - rg) <= bg);
+                    REQUIRE(std::fabs(got_q[k] - rg) <= bg);
+                    REQUIRE(std::fabs(got_k[k] - ru) <= bu);
+                    REQUIRE(std::fabs(got_v[k] - rg) <= bg);
                     // silu(g) * u: the bound of each product carried through (|silu'| <= 1.1).
                     const double silu = rg / (1 + std::exp(-rg));
                     const double ref = silu * ru;

@@ -2,8 +2,11 @@
 // accuracy at the extremes, and its bitwise promise (batch invariance): the fused ops
 // are the same float operations as their parts, and a value's result does not depend
 // on where it sits. The ops themselves are checked against float64 in test_conformance.
+#include <array>
 #include <cmath>
 #include <cstring>
+#include <utility>
+#include <vector>
 
 #include "backend_test_util.h"
 
@@ -66,19 +69,64 @@ TEST_CASE("the fused ops are bitwise their parts (CPU)", "[cpu_ops]") {
     REQUIRE(x1.data == x2.data);
     REQUIRE(out1.data == out2.data);
 
-    for (DType type : {DType::F16, DType::Q8_0, DType::Q4_K}) {
-        INFO(dtype_name(type));
-        const int64_t n_in = 256, n_out = 40, n_tok = 5;
-        auto gt = make_tensor(type, n_in, n_out, 24), ut = make_tensor(type, n_in, n_out, 25);
-        auto g = b.upload_matrix(gt.view), u = b.upload_matrix(ut.view);
-        auto scratch = b.alloc_scratch(ScratchShape{n_tok, n_in, n_out, 1, 1});
-        auto xb = upload(b, random_floats(static_cast<size_t>(n_in * n_tok), 26));
-        auto fused = b.alloc(n_tok * n_out), gate = b.alloc(n_tok * n_out), up = b.alloc(n_tok * n_out);
-        b.matmul_swiglu(g, u, xb, n_tok, fused, scratch);
-        b.matmul(g, xb, n_tok, gate, scratch);
-        b.matmul(u, xb, n_tok, up, scratch);
-        b.silu_mul(gate, up, n_tok * n_out);
-        REQUIRE(fused.data == gate.data);
+    // matmul_swiglu: one parallel region over both products where the types allow (one
+    // token; or one weight type), the products apart otherwise (a Q6_K up beside a Q4_K
+    // gate, as in Q4_K_M files; gate and up of different partner formats). Row counts
+    // that are not a multiple of the row block, one token and a batch.
+    const std::vector<std::pair<DType, DType>> pairs{{DType::F16, DType::F16},   {DType::Q8_0, DType::Q8_0},
+                                                     {DType::Q4_K, DType::Q4_K}, {DType::Q4_K, DType::Q6_K},
+                                                     {DType::F16, DType::Q8_0},  {DType::F32, DType::F32}};
+    for (const auto& [gate_type, up_type] : pairs)
+        for (const int64_t n_out : {int64_t{40}, int64_t{200}})
+            for (const int64_t n_tok : {int64_t{1}, int64_t{5}}) {
+                INFO(dtype_name(gate_type) << " gate, " << dtype_name(up_type) << " up, " << n_out << " rows, " << n_tok
+                                           << " tokens");
+                const int64_t n_in = 256;
+                auto gt = make_tensor(gate_type, n_in, n_out, 24), ut = make_tensor(up_type, n_in, n_out, 25);
+                auto g = b.upload_matrix(gt.view), u = b.upload_matrix(ut.view);
+                auto scratch = b.alloc_scratch(ScratchShape{n_tok, n_in, n_out, 1, 1});
+                auto xb = upload(b, random_floats(static_cast<size_t>(n_in * n_tok), 26));
+                auto fused = b.alloc(n_tok * n_out), gate = b.alloc(n_tok * n_out), up = b.alloc(n_tok * n_out);
+                b.matmul_swiglu(g, u, xb, n_tok, fused, scratch);
+                b.matmul(g, xb, n_tok, gate, scratch);
+                b.matmul(u, xb, n_tok, up, scratch);
+                b.silu_mul(gate, up, n_tok * n_out);
+                REQUIRE(fused.data == gate.data);
+            }
+}
+
+TEST_CASE("matmul_qkv is bitwise three matmuls (CPU)", "[cpu_ops]") {
+    // q wider than k and v (GQA), rows not a multiple of the row block, weights of one
+    // type, of mixed types sharing a partner format (Q4_K_M's Q6_K v) and of different
+    // partner formats; one token (one region over all three) and a batch; 1 and 3 threads.
+    const int64_t n_in = 256, q_rows = 200, kv_rows = 40;
+    const std::vector<std::array<DType, 3>> types{{DType::F16, DType::F16, DType::F16},
+                                                  {DType::Q8_0, DType::Q8_0, DType::Q8_0},
+                                                  {DType::Q4_K, DType::Q4_K, DType::Q6_K},
+                                                  {DType::Q4_0, DType::Q4_0, DType::Q4_0},
+                                                  {DType::F16, DType::Q8_0, DType::Q4_K},
+                                                  {DType::F32, DType::F32, DType::F32}};
+    for (const int threads : {1, 3}) {
+        CpuBackend b(threads);
+        for (const auto& t : types)
+            for (const int64_t n_tok : {int64_t{1}, int64_t{6}}) {
+                INFO(dtype_name(t[0]) << "/" << dtype_name(t[1]) << "/" << dtype_name(t[2]) << ", " << n_tok
+                                      << " tokens, " << threads << " threads");
+                auto qt = make_tensor(t[0], n_in, q_rows, 31), kt = make_tensor(t[1], n_in, kv_rows, 32),
+                     vt = make_tensor(t[2], n_in, kv_rows, 33);
+                auto wq = b.upload_matrix(qt.view), wk = b.upload_matrix(kt.view), wv = b.upload_matrix(vt.view);
+                auto scratch = b.alloc_scratch(ScratchShape{n_tok, n_in, q_rows, 1, 1});
+                auto xb = upload(b, random_floats(static_cast<size_t>(n_in * n_tok), 34));
+                auto q = b.alloc(n_tok * q_rows), k = b.alloc(n_tok * kv_rows), v = b.alloc(n_tok * kv_rows);
+                b.matmul_qkv(wq, wk, wv, xb, n_tok, q, k, v, scratch);
+                auto q1 = b.alloc(n_tok * q_rows), k1 = b.alloc(n_tok * kv_rows), v1 = b.alloc(n_tok * kv_rows);
+                b.matmul(wq, xb, n_tok, q1, scratch);
+                b.matmul(wk, xb, n_tok, k1, scratch);
+                b.matmul(wv, xb, n_tok, v1, scratch);
+                REQUIRE(q.data == q1.data);
+                REQUIRE(k.data == k1.data);
+                REQUIRE(v.data == v1.data);
+            }
     }
 }
 

@@ -143,6 +143,8 @@ public:
     void matmul(const Weight& w, const Buffer& x, int64_t n_tokens, Buffer& y, Scratch& scratch);
     void matmul_swiglu(const Weight& gate, const Weight& up, const Buffer& x, int64_t n_tokens, Buffer& out,
                        Scratch& scratch);
+    void matmul_qkv(const Weight& wq, const Weight& wk, const Weight& wv, const Buffer& x, int64_t n_tokens, Buffer& q,
+                    Buffer& k, Buffer& v, Scratch& scratch);
     void rope_kv_append(Buffer& q, Buffer& k, const Buffer& v, const Weight* q_norm, const Weight* k_norm, float eps,
                         const RopeParams& rope, const Weight* freq_factors, KvStorage& kv, int64_t layer,
                         int64_t n_heads, const Batch& batch);
@@ -158,16 +160,29 @@ public:
     void silu_mul(Buffer& gate, const Buffer& up, int64_t n);
 
 private:
+    // One product of a fused matmul: y[t] = W x[t].
+    struct Product {
+        const Weight* w;
+        Buffer* y;
+    };
+
     // Converts x's first n_tokens rows to w's partner format in scratch.converted (or
     // returns x itself for f32 weights); the row stride goes to *stride.
     const std::byte* convert_activations(const Weight& w, const Buffer& x, int64_t n_tokens, Scratch& scratch,
                                          size_t* stride);
     void matmul_converted(const Weight& w, const std::byte* xq, size_t x_stride, int64_t n_tokens, Buffer& y,
                           Scratch& scratch);
+    // Several products of the same converted activations in one parallel region where
+    // the weights allow it (one token; or one weight type, so one activation pack).
+    void matmul_products(std::span<const Product> products, const std::byte* xq, size_t x_stride, int64_t n_tokens,
+                         Scratch& scratch);
 
     ThreadPool pool_;
 };
 
 static_assert(Backend<CpuBackend>);
+
+// g[i] = g[i] / (1 + exp(-g[i])) * u[i] for i < n (cpu_ops.cpp).
+void silu_mul_range(float* g, const float* u, size_t n);
 
 }  // namespace inlay

@@ -8,7 +8,13 @@
 // cache (quant::vec_dot_tile: each weight block is unpacked once for several tokens),
 // so a batch reads and unpacks each weight once. Every token's result is bitwise what
 // it would be alone, so batching never changes a sequence's output.
+//
+// The projections that share an input (q, k and v; gate and up) convert it once and
+// run as one parallel region: in decode a region lasts only microseconds per product,
+// and each region ends with the threads waiting for the slowest, so one region instead
+// of three (or two plus the SiLU pass) takes that wait out of every layer.
 #include <algorithm>
+#include <array>
 #include <vector>
 
 #include "backend/cpu/cpu_backend.h"
@@ -79,6 +85,71 @@ void CpuBackend::matmul_converted(const Weight& w, const std::byte* xq, size_t x
     });
 }
 
+void CpuBackend::matmul_products(std::span<const Product> products, const std::byte* xq, size_t x_stride,
+                                 int64_t n_tokens, Scratch& scratch) {
+    constexpr size_t kMaxProducts = 3;
+    if (products.size() > kMaxProducts) fail(INLAY_ERR_INTERNAL, "matmul: {} fused products", products.size());
+    bool one_type = true;
+    for (const Product& p : products) {
+        if (p.y->size() < static_cast<size_t>(n_tokens * p.w->n_rows) || p.w->n_cols != products[0].w->n_cols)
+            fail(INLAY_ERR_INTERNAL, "matmul: a fused product of {}x{} does not fit its input or output", p.w->n_rows,
+                 p.w->n_cols);
+        one_type = one_type && p.w->type == products[0].w->type;
+    }
+    if (n_tokens == 0 || products.empty()) return;
+    // Row blocks of every product, numbered one after the other.
+    std::array<size_t, kMaxProducts + 1> first_block{};
+    for (size_t i = 0; i < products.size(); ++i)
+        first_block[i + 1] = first_block[i] + (static_cast<size_t>(products[i].w->n_rows) + kRowBlock - 1) / kRowBlock;
+    auto product_of = [&](size_t index, const std::array<size_t, kMaxProducts + 1>& first) {
+        size_t i = 0;
+        while (index >= first[i + 1]) ++i;
+        return i;
+    };
+    if (n_tokens == 1) {
+        // Contiguous runs as in matmul_converted, each product's share of the chunks in
+        // proportion to its bytes (at least one).
+        size_t total_bytes = 0;
+        for (const Product& p : products) total_bytes += static_cast<size_t>(p.w->n_rows) * p.w->row_stride;
+        const size_t budget = static_cast<size_t>(pool_.size()) * kDecodeChunksPerThread;
+        std::array<size_t, kMaxProducts + 1> first_chunk{};
+        for (size_t i = 0; i < products.size(); ++i) {
+            const size_t blocks = first_block[i + 1] - first_block[i];
+            const size_t bytes = static_cast<size_t>(products[i].w->n_rows) * products[i].w->row_stride;
+            const size_t share = total_bytes ? (budget * bytes + total_bytes / 2) / total_bytes : 1;
+            first_chunk[i + 1] = first_chunk[i] + std::clamp<size_t>(share, 1, std::max<size_t>(blocks, 1));
+        }
+        pool_.run(first_chunk[products.size()], [&](size_t c) {
+            const size_t i = product_of(c, first_chunk);
+            const Weight& w = *products[i].w;
+            const size_t n_blocks = first_block[i + 1] - first_block[i];
+            const size_t n_chunks = first_chunk[i + 1] - first_chunk[i], local = c - first_chunk[i];
+            const size_t rb = n_blocks * local / n_chunks * kRowBlock;
+            const size_t re = std::min(static_cast<size_t>(w.n_rows), n_blocks * (local + 1) / n_chunks * kRowBlock);
+            if (rb < re)
+                quant::vec_dot_tile(w.type, w.n_cols, static_cast<int64_t>(re - rb), 1, products[i].y->ptr() + rb,
+                                    static_cast<size_t>(w.n_rows), w.row(static_cast<int64_t>(rb)), w.row_stride, xq,
+                                    x_stride, nullptr);  // a single token has no matrix-unit packing
+        });
+        return;
+    }
+    if (!one_type) {  // each weight type needs its own activation packing
+        for (const Product& p : products) matmul_converted(*p.w, xq, x_stride, n_tokens, *p.y, scratch);
+        return;
+    }
+    const Weight& w0 = *products[0].w;
+    scratch.pack.assign(w0.type, w0.n_cols, n_tokens, xq, x_stride);
+    pool_.run(first_block[products.size()], [&](size_t block) {
+        const size_t i = product_of(block, first_block);
+        const Weight& w = *products[i].w;
+        const size_t rb = (block - first_block[i]) * kRowBlock;
+        const size_t nr = std::min(kRowBlock, static_cast<size_t>(w.n_rows) - rb);
+        quant::vec_dot_tile(w.type, w.n_cols, static_cast<int64_t>(nr), n_tokens, products[i].y->ptr() + rb,
+                            static_cast<size_t>(w.n_rows), w.row(static_cast<int64_t>(rb)), w.row_stride, xq, x_stride,
+                            &scratch.pack);
+    });
+}
+
 void CpuBackend::matmul(const Weight& w, const Buffer& x, int64_t n_tokens, Buffer& y, Scratch& scratch) {
     size_t stride = 0;
     const std::byte* xq = convert_activations(w, x, n_tokens, scratch, &stride);
@@ -90,16 +161,61 @@ void CpuBackend::matmul_swiglu(const Weight& gate, const Weight& up, const Buffe
     if (gate.n_cols != up.n_cols || gate.n_rows != up.n_rows)
         fail(INLAY_ERR_INTERNAL, "matmul_swiglu: gate {}x{} and up {}x{} differ", gate.n_rows, gate.n_cols, up.n_rows,
              up.n_cols);
-    if (scratch.up.size() < static_cast<size_t>(n_tokens * up.n_rows))
-        fail(INLAY_ERR_INTERNAL, "matmul_swiglu: scratch too small for {} tokens of {}", n_tokens, up.n_rows);
-    // The activations are converted once for both products when the two weights share
-    // a partner format (they do in every file llama.cpp or inlay writes).
+    const int64_t n_ff = up.n_rows;
+    if (scratch.up.size() < static_cast<size_t>(n_tokens * n_ff))
+        fail(INLAY_ERR_INTERNAL, "matmul_swiglu: scratch too small for {} tokens of {}", n_tokens, n_ff);
+    if (out.size() < static_cast<size_t>(n_tokens * n_ff))
+        fail(INLAY_ERR_INTERNAL, "matmul_swiglu: output too small for {} tokens of {}", n_tokens, n_ff);
     size_t stride = 0;
     const std::byte* xq = convert_activations(gate, x, n_tokens, scratch, &stride);
-    matmul_converted(gate, xq, stride, n_tokens, out, scratch);
-    if (quant::vec_dot_type(up.type) != quant::vec_dot_type(gate.type)) xq = convert_activations(up, x, n_tokens, scratch, &stride);
-    matmul_converted(up, xq, stride, n_tokens, scratch.up, scratch);
-    silu_mul(out, scratch.up, n_tokens * up.n_rows);
+    if (quant::vec_dot_type(up.type) != quant::vec_dot_type(gate.type) || (n_tokens > 1 && up.type != gate.type)) {
+        // No shared conversion (or packing): the products one after the other, then the gating.
+        matmul_converted(gate, xq, stride, n_tokens, out, scratch);
+        xq = convert_activations(up, x, n_tokens, scratch, &stride);
+        matmul_converted(up, xq, stride, n_tokens, scratch.up, scratch);
+        silu_mul(out, scratch.up, n_tokens * n_ff);
+        return;
+    }
+    if (n_tokens == 0) return;
+    // One region: each chunk computes the same rows of both products and gates them.
+    const size_t rows = static_cast<size_t>(n_ff);
+    const size_t n_blocks = (rows + kRowBlock - 1) / kRowBlock;
+    const bool one_token = n_tokens == 1;
+    const size_t n_chunks = one_token ? std::min(n_blocks, static_cast<size_t>(pool_.size()) * kDecodeChunksPerThread)
+                                      : n_blocks;
+    const quant::TilePack* pack = nullptr;
+    if (!one_token) {
+        scratch.pack.assign(gate.type, gate.n_cols, n_tokens, xq, stride);
+        pack = &scratch.pack;
+    }
+    pool_.run(n_chunks, [&](size_t c) {
+        const size_t rb = n_blocks * c / n_chunks * kRowBlock;
+        const size_t re = std::min(rows, n_blocks * (c + 1) / n_chunks * kRowBlock);
+        if (rb >= re) return;
+        const auto nr = static_cast<int64_t>(re - rb);
+        quant::vec_dot_tile(gate.type, gate.n_cols, nr, n_tokens, out.ptr() + rb, rows,
+                            gate.row(static_cast<int64_t>(rb)), gate.row_stride, xq, stride, pack);
+        quant::vec_dot_tile(up.type, up.n_cols, nr, n_tokens, scratch.up.ptr() + rb, rows,
+                            up.row(static_cast<int64_t>(rb)), up.row_stride, xq, stride, pack);
+        for (int64_t t = 0; t < n_tokens; ++t)
+            silu_mul_range(out.ptr() + static_cast<size_t>(t) * rows + rb,
+                           scratch.up.ptr() + static_cast<size_t>(t) * rows + rb, re - rb);
+    });
+}
+
+void CpuBackend::matmul_qkv(const Weight& wq, const Weight& wk, const Weight& wv, const Buffer& x, int64_t n_tokens,
+                            Buffer& q, Buffer& k, Buffer& v, Scratch& scratch) {
+    const DType act = quant::vec_dot_type(wq.type);
+    if (quant::vec_dot_type(wk.type) != act || quant::vec_dot_type(wv.type) != act) {
+        matmul(wq, x, n_tokens, q, scratch);
+        matmul(wk, x, n_tokens, k, scratch);
+        matmul(wv, x, n_tokens, v, scratch);
+        return;
+    }
+    size_t stride = 0;
+    const std::byte* xq = convert_activations(wq, x, n_tokens, scratch, &stride);
+    const std::array<Product, 3> products{{{&wq, &q}, {&wk, &k}, {&wv, &v}}};
+    matmul_products(products, xq, stride, n_tokens, scratch);
 }
 
 }  // namespace inlay

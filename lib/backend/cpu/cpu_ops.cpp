@@ -66,9 +66,11 @@ inline void silu_mul8(float* g, const float* u) {
 }
 #endif
 
-// g[i] = g[i] / (1 + exp(-g[i])) * u[i]. Every element takes the same arithmetic
-// wherever it sits (a short tail goes through the vector code in a padded copy), so a
-// token's result does not depend on its batch.
+}  // namespace
+
+// Every element takes the same arithmetic wherever it sits (a short tail goes through
+// the vector code in a padded copy), so a token's result does not depend on its batch
+// or on how the rows were split.
 void silu_mul_range(float* g, const float* u, size_t n) {
 #if defined(__AVX2__) && defined(__FMA__)
     size_t i = 0;
@@ -84,8 +86,6 @@ void silu_mul_range(float* g, const float* u, size_t n) {
     for (size_t i = 0; i < n; ++i) g[i] = g[i] / (1.0f + std::exp(-g[i])) * u[i];
 #endif
 }
-
-}  // namespace
 
 void CpuBackend::embed(const Weight& table, const Batch& batch, Buffer& out) {
     const int64_t dim = table.n_cols;

@@ -146,6 +146,8 @@ public:
     void matmul(const Weight& w, const Buffer& x, int64_t n_tokens, Buffer& y, Scratch& scratch);
     void matmul_swiglu(const Weight& gate, const Weight& up, const Buffer& x, int64_t n_tokens, Buffer& out,
                        Scratch& scratch);
+    void matmul_qkv(const Weight& wq, const Weight& wk, const Weight& wv, const Buffer& x, int64_t n_tokens, Buffer& q,
+                    Buffer& k, Buffer& v, Scratch& scratch);
     void rope_kv_append(Buffer& q, Buffer& k, const Buffer& v, const Weight* q_norm, const Weight* k_norm, float eps,
                         const RopeParams& rope, const Weight* freq_factors, KvStorage& kv, int64_t layer,
                         int64_t n_heads, const Batch& batch);

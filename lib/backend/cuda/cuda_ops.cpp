@@ -120,6 +120,15 @@ void CudaBackend::matmul_swiglu(const Weight& gate, const Weight& up, const Buff
     check_cuda(cuda::swiglu(out.ptr(), scratch.up.ptr(), n_tokens * up.n_rows, stream_), "swiglu");
 }
 
+// Three products one after the other on the stream (one GEMV reading the input once
+// for all three is later work).
+void CudaBackend::matmul_qkv(const Weight& wq, const Weight& wk, const Weight& wv, const Buffer& x, int64_t n_tokens,
+                             Buffer& q, Buffer& k, Buffer& v, Scratch& scratch) {
+    matmul(wq, x, n_tokens, q, scratch);
+    matmul(wk, x, n_tokens, k, scratch);
+    matmul(wv, x, n_tokens, v, scratch);
+}
+
 void CudaBackend::rope_kv_append(Buffer& q, Buffer& k, const Buffer& v, const Weight* q_norm, const Weight* k_norm,
                                  float eps, const RopeParams& rope, const Weight* freq_factors, KvStorage& kv,
                                  int64_t layer, int64_t n_heads, const Batch& batch) {
