@@ -58,6 +58,22 @@ struct FloatElem<DType::BF16> {
 
 // ---------------------------------------------------------------- 32-element blocks
 
+#if defined(__AVX512BW__) && defined(__AVX512VL__)
+// The 32 low nibbles of a Q4_0 / Q4_1 / Q5_x block in element order (0..15): the 16
+// bytes in both halves, the upper half shifted by 4 in one variable word shift.
+inline __m256i nibbles(const uint8_t* qs) {
+    const __m256i raw = _mm256_broadcastsi128_si256(load16(qs));
+    const __m256i shift = _mm256_setr_epi16(0, 0, 0, 0, 0, 0, 0, 0, 4, 4, 4, 4, 4, 4, 4, 4);
+    return _mm256_and_si256(_mm256_srlv_epi16(raw, shift), _mm256_set1_epi8(15));
+}
+
+// Q5_x levels (0..31) in element order: the nibbles plus 16 where bit i of qh is set,
+// qh being the byte mask of a masked add.
+inline __m256i levels5(const uint8_t* qs, const uint8_t* qh) {
+    const __m256i low = nibbles(qs);
+    return _mm256_mask_add_epi8(low, _cvtu32_mask32(load_u32(qh)), low, _mm256_set1_epi8(16));
+}
+#else
 // The 32 low nibbles of a Q4_0 / Q4_1 / Q5_x block in element order (0..15).
 inline __m256i nibbles(const uint8_t* qs) {
     const __m128i raw = load16(qs);
@@ -74,6 +90,7 @@ inline __m256i levels5(const uint8_t* qs, const uint8_t* qh) {
     const __m256i set = _mm256_cmpeq_epi8(_mm256_and_si256(bytes, select), select);
     return _mm256_or_si256(nibbles(qs), _mm256_and_si256(set, _mm256_set1_epi8(16)));
 }
+#endif
 
 // Per weight type: the activation block, the level offset (value = level - kOffset, the
 // offset applied as -kOffset * sum(x), computed once per activation block and shared by

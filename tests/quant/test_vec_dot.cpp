@@ -285,12 +285,12 @@ TEST_CASE("vec_dot_rows equals per-row dots", "[quant][vec_dot]") {
 // whole integer sum and d_w * d_x (llama.cpp's repacked Q4_0 kernels; for Q8_0 ours, where
 // ggml's x86 vec_dot keeps eight lanes, lane k holding products 4k..4k+3, each fused with
 // the block's scale and summed as ((l0+l4) + (l2+l6)) + ((l1+l5) + (l3+l7))).
-TEST_CASE("Q8_0 and Q4_0 dots sum in block-sum order", "[quant][vec_dot]") {
+TEST_CASE("Q8_0, Q4_0 and Q5_0 dots sum in block-sum order", "[quant][vec_dot]") {
     std::mt19937 rng(404);
     int order_matters = 0;
     for (int rep = 0; rep < 300; ++rep) {
         const int64_t n = 32 * (1 + rep % 64);
-        for (DType type : {DType::Q8_0, DType::Q4_0}) {
+        for (DType type : {DType::Q8_0, DType::Q4_0, DType::Q5_0}) {
             const Rows r = make_rows(type, random_row(rng, n, 0.05f), random_row(rng, n));
             const size_t wb = dtype_traits(type).block_bytes;
             float lanes[8] = {}, single = 0.0f, sequential = 0.0f;
@@ -302,8 +302,17 @@ TEST_CASE("Q8_0 and Q4_0 dots sum in block-sum order", "[quant][vec_dot]") {
                 for (int k = 0; k < 8; ++k) {
                     int lane = 0;
                     for (int i = 4 * k; i < 4 * k + 4; ++i) {
-                        const int wq = type == DType::Q8_0 ? static_cast<int8_t>(w[2 + i])
-                                                           : (i < 16 ? w[2 + i % 16] & 15 : w[2 + i % 16] >> 4) - 8;
+                        int wq = 0;
+                        if (type == DType::Q8_0) {
+                            wq = static_cast<int8_t>(w[2 + i]);
+                        } else if (type == DType::Q4_0) {
+                            wq = (i < 16 ? w[2 + i % 16] & 15 : w[2 + i % 16] >> 4) - 8;
+                        } else {  // Q5_0: d, u32 qh (bit i: bit 4 of level i), then the nibbles
+                            uint32_t qh = 0;
+                            std::memcpy(&qh, w + 2, 4);
+                            const int nibble = i < 16 ? w[6 + i % 16] & 15 : w[6 + i % 16] >> 4;
+                            wq = (nibble | static_cast<int>(((qh >> i) & 1u) << 4)) - 16;
+                        }
                         lane += wq * static_cast<int8_t>(x[2 + i]);
                     }
                     lanes[k] = std::fma(static_cast<float>(lane), scale, lanes[k]);
