@@ -36,8 +36,12 @@ echo "packaging_symbols: ${#exported[@]} inlay_* symbols exported (version nodes
 # Every function the header declares is exported.
 mapfile -t declared < <(grep -oE '^INLAY_API[^(]*\binlay_[a-z0-9_]+\(' "$header" | grep -oE 'inlay_[a-z0-9_]+\($' | tr -d '(')
 [ "${#declared[@]}" -ge 10 ] || fail "found only ${#declared[@]} INLAY_API functions in $header"
+# (a lookup table, not a pipe into grep -q: grep quitting at the first match could end
+# the writer with SIGPIPE, which pipefail turns into a false failure)
+declare -A is_exported=()
+for f in "${exported[@]}"; do is_exported[$f]=1; done
 for f in "${declared[@]}"; do
-  printf '%s\n' "${exported[@]}" | grep -qx "$f" || fail "$f is declared in inlay.h but not exported"
+  [ -n "${is_exported[$f]:-}" ] || fail "$f is declared in inlay.h but not exported"
 done
 if [ "$failures" -ne 0 ]; then
   echo "packaging_symbols: $failures check(s) failed" >&2
