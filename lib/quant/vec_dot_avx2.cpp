@@ -238,6 +238,76 @@ void dot_q1_0(int64_t n, float* result, const uint8_t* w, size_t stride, const v
     for (int r = 0; r < R; ++r) result[r] = out[r];
 }
 
+#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VNNI__)
+// dot_q1_0<8> in 512-bit vectors: a row's 128 bits are two 64-bit byte masks, each
+// covering two sub-blocks in one zmm (activation blocks 2j and 2j+1 side by side), so a
+// row costs two masked moves and two dpbusd per block where the 256-bit kernel spends
+// four of each; the 8 rows x 4 sub-blocks of lane sums are then reduced together by
+// 32-bit and 64-bit interleaves and one qword permute (dot_q1_0<8>'s eight hadd trees
+// were its bottleneck). Integer totals are exact and the float steps are dot_q1_0's in
+// its order, so the results are bitwise the same.
+// GCC 12's 512-bit unpack and insert intrinsics pass _mm512_undefined_epi32() as the
+// unused merge source, which -Wmaybe-uninitialized reports (a known false positive).
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+void dot_q1_0_zmm8(int64_t n, float* result, const uint8_t* w, size_t stride, const void* x_row) {
+    constexpr int K = kQK1_0 / kQK8_0;
+    const auto* x = static_cast<const BlockQ8_0*>(x_row);
+    const BlockQ1_0* wr[8];
+    for (int r = 0; r < 8; ++r) wr[r] = row_as<BlockQ1_0>(w, stride, r);
+    const __m512i twos = _mm512_set1_epi8(2), ones = _mm512_set1_epi8(1);
+    // Qwords of two sources: quarter 0 of a, of b, quarter 2 of a, of b (and 1, 3).
+    const __m512i pick_even = _mm512_setr_epi64(0, 1, 8, 9, 4, 5, 12, 13);
+    const __m512i pick_odd = _mm512_setr_epi64(2, 3, 10, 11, 6, 7, 14, 15);
+    __m256 acc = _mm256_setzero_ps();  // lane r: row r
+    for (int64_t b = 0; b < n / kQK1_0; ++b) {
+        const BlockQ8_0* xb = x + b * K;
+        alignas(16) uint16_t dw[8];
+        // per half h (sub-blocks 2h, 2h+1): the 8 rows' totals, [rows 0-3, 4-7] per sub-block
+        __m256i totals[K];
+        for (int h = 0; h < 2; ++h) {
+            const __m512i xq = _mm512_inserti64x4(_mm512_castsi256_si512(load32(xb[2 * h].qs)), load32(xb[2 * h + 1].qs), 1);
+            const __m512i neg_sum = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_dpbusd_epi32(_mm512_setzero_si512(), ones, xq));
+            __m512i p[8];
+            for (int r = 0; r < 8; ++r) {
+                if (h == 0) {
+                    prefetch_ahead<sizeof(BlockQ1_0)>(wr[r] + b);
+                    dw[r] = wr[r][b].d;
+                }
+                uint64_t bits;
+                std::memcpy(&bits, wr[r][b].qs + 8 * h, sizeof bits);
+                p[r] = _mm512_dpbusd_epi32(neg_sum, _mm512_maskz_mov_epi8(_cvtu64_mask64(bits), twos), xq);
+            }
+            // 128-bit quarter q of p[r]: lanes 4q..4q+3, quarters 0-1 sub-block 2h, 2-3 sub-block 2h+1.
+            __m512i u[4], v[2];
+            for (int i = 0; i < 4; ++i)  // per quarter: [r0 + r0', r1 + r1', ...] pairwise lane sums of rows 2i, 2i+1
+                u[i] = _mm512_add_epi32(_mm512_unpacklo_epi32(p[2 * i], p[2 * i + 1]),
+                                        _mm512_unpackhi_epi32(p[2 * i], p[2 * i + 1]));
+            for (int i = 0; i < 2; ++i)  // per quarter: the four rows 4i..4i+3's sums over the quarter
+                v[i] = _mm512_add_epi32(_mm512_unpacklo_epi64(u[2 * i], u[2 * i + 1]),
+                                        _mm512_unpackhi_epi64(u[2 * i], u[2 * i + 1]));
+            // [rows 0-3 | rows 4-7] of sub-block 2h, then of 2h+1: quarters 0 + 1 and 2 + 3.
+            const __m512i sums = _mm512_add_epi32(_mm512_permutex2var_epi64(v[0], pick_even, v[1]),
+                                                  _mm512_permutex2var_epi64(v[0], pick_odd, v[1]));
+            totals[2 * h] = _mm512_castsi512_si256(sums);
+            totals[2 * h + 1] = _mm512_extracti64x4_epi64(sums, 1);
+        }
+        __m256 block = _mm256_setzero_ps();
+        for (int k = 0; k < K; ++k) {
+            const __m256 t = _mm256_cvtepi32_ps(totals[k]);
+            const __m256 dx = _mm256_set1_ps(f16_to_f32(xb[k].d));
+            block = k == 0 ? _mm256_mul_ps(t, dx) : _mm256_fmadd_ps(t, dx, block);
+        }
+        acc = _mm256_fmadd_ps(block, _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(dw))), acc);
+    }
+    _mm256_storeu_ps(result, acc);
+}
+#pragma GCC diagnostic pop
+constexpr VecDotRowsFn kQ1RowGroup = row_groups<8, dot_q1_0_zmm8, dot_q1_0<1>>;
+#else
+constexpr VecDotRowsFn kQ1RowGroup = row_groups<kQ1Rows, dot_q1_0<kQ1Rows>, dot_q1_0<1>>;
+#endif
+
 }  // namespace
 
 VecDotFn avx2_kernel(DType weight) {
@@ -284,7 +354,7 @@ VecDotRowsFn avx2_rows_kernel(DType weight) {
         case DType::Q4_1: return row_groups<1, dot_block32<BlockQ4_1, 1>, dot_block32<BlockQ4_1, 1>>;
         case DType::Q5_0: return kQ5RowGroup;
         case DType::Q5_1: return row_groups<1, dot_block32<BlockQ5_1, 1>, dot_block32<BlockQ5_1, 1>>;
-        case DType::Q1_0: return row_groups<kQ1Rows, dot_q1_0<kQ1Rows>, dot_q1_0<1>>;
+        case DType::Q1_0: return kQ1RowGroup;
         default: return avx2_kquant_rows_kernel(weight);
     }
 }
