@@ -30,6 +30,12 @@ VecDotTileFn avx2_tile_kernel(DType weight);
 // The same with 512-bit vectors (two tokens' 8-lane sums in one vector); nullptr when the
 // build lacks AVX-512 (F, BW, VL, DQ, VNNI) or the type has no such kernel.
 VecDotTileFn avx512_tile_kernel(DType weight);
+// F16 / BF16 weights against activations already widened to f32 (x rows of n floats;
+// TilePack does it once per product): the same arithmetic as avx512_tile_kernel's, since
+// widening a 16-bit float is exact, without converting every activation chunk again for
+// every group of rows. Tokens go in chunks that stay in the cache while the rows pass.
+// nullptr where avx512_tile_kernel has no float kernel.
+VecDotTileFn avx512_tile_kernel_widened(DType weight);
 
 // AMX (matrix unit) Q8_0 tiles, vec_dot_tile_amx.cpp. amx_usable: the build targets
 // AMX-INT8 and the OS granted this process the tile state. amx_pack_q8_0 writes

@@ -147,8 +147,19 @@ void TilePack::assign(DType weight, int64_t n, int64_t n_tokens, const void* x, 
     weight_ = weight;
     n_ = n;
     n_tokens_ = n_tokens;
+    widened_ = false;
     bytes_.clear();  // keeps the capacity
     const AmxPath path = amx_path(weight, n, n_tokens);
+    if (path == AmxPath::none && n_tokens >= 2 && n > 0 && detail::avx512_tile_kernel_widened(weight)) {
+        if (x == nullptr) fail(INLAY_ERR_INVALID_ARGUMENT, "TilePack: null activations");
+        bytes_.resize(static_cast<size_t>(n_tokens) * static_cast<size_t>(n) * sizeof(float) + detail::kAmxAlign - 1);
+        auto* out = reinterpret_cast<float*>(detail::amx_aligned(bytes_.data()));
+        const auto* xb = static_cast<const std::byte*>(x);
+        for (int64_t t = 0; t < n_tokens; ++t)  // exact: every 16-bit float is an f32
+            dequantize_row(weight, xb + static_cast<size_t>(t) * x_stride, out + static_cast<size_t>(t * n), n);
+        widened_ = true;
+        return;
+    }
     if (path == AmxPath::none) return;
     if (x == nullptr) fail(INLAY_ERR_INVALID_ARGUMENT, "TilePack: null activations");
     const bool q8_k = path == AmxPath::kquant;
@@ -181,6 +192,12 @@ void vec_dot_tile(DType weight, int64_t n, int64_t n_rows, int64_t n_tokens, flo
         else if (path == AmxPath::q1_0)
             detail::amx_tile_q1_0(n, n_rows, n_tokens, result, result_stride, w, w_stride, packed);
         else detail::amx_tile_kquant(weight, n, n_rows, n_tokens, result, result_stride, w, w_stride, packed);
+        return;
+    }
+    if (pack && pack->widened_) {
+        detail::avx512_tile_kernel_widened(weight)(n, n_rows, n_tokens, result, result_stride, w, w_stride,
+                                                   detail::amx_aligned(pack->bytes_.data()),
+                                                   static_cast<size_t>(n) * sizeof(float));
         return;
     }
     // One token: the row kernels, tuned for decoding a single sequence.

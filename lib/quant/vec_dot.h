@@ -65,7 +65,8 @@ void vec_dot_rows(DType weight, int64_t n, int64_t n_rows, float* result, const 
 
 // Activations of a matrix product prepared once for the matrix-unit tile kernels (AMX on
 // x86, for Q8_0 and K-quant weights): the tokens' quants regrouped into the layout a tile load
-// reads. Empty where this CPU, the weight type or a single token has no use for it.
+// reads; for F16 / BF16 weights with AVX-512, the activations widened to f32. Empty where
+// this CPU, the weight type or a single token has no use for it.
 // Holds its own copy: x may change or go away afterwards.
 class TilePack {
 public:
@@ -83,6 +84,7 @@ private:
     DType weight_ = DType::F32;
     int64_t n_ = 0;
     int64_t n_tokens_ = 0;
+    bool widened_ = false;  // bytes_ holds f32 activations (16-bit float weights)
     std::vector<std::byte> bytes_;
 };
 

@@ -14,7 +14,9 @@
 #if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__) && defined(__AVX512DQ__) && \
     defined(__AVX512VNNI__) && defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
 
+#include <algorithm>
 #include <cmath>
+#include <type_traits>
 
 #include "core/half.h"
 #include "quant/gcc_avx512_warnings.h"
@@ -48,16 +50,24 @@ struct Wide16<DType::BF16> {
 // halves of one vector (elements 16k..16k+15 of each chunk); a last chunk of 8 goes into
 // the low half (masked). One vector per pair leaves registers for 4 x 6 pairs, so each
 // widened weight chunk serves 6 tokens and each activation chunk 4 rows.
-template <DType Type>
+// WideX: the activations are f32 already (TilePack widened them; exact), so only the
+// weights are converted here: 4 conversions per 24 FMAs instead of 10.
+template <DType Type, bool WideX = false>
 struct FloatTile512 {
+    using XElem = std::conditional_t<WideX, float, uint16_t>;
+    using XE = FloatElem<WideX ? DType::F32 : Type>;
+    static __m512 load_x(const XElem* p) {
+        if constexpr (WideX) return _mm512_loadu_ps(p);
+        else return Wide16<Type>::load(p);
+    }
     template <int R, int T>
     static void run(int64_t n, float* result, size_t result_stride, const uint8_t* w, size_t w_stride,
                     const uint8_t* x, size_t x_stride) {
         using E = FloatElem<Type>;
         const uint16_t* wr[R];
-        const uint16_t* xr[T];
+        const XElem* xr[T];
         for (int r = 0; r < R; ++r) wr[r] = row_as<uint16_t>(w, w_stride, r);
-        for (int t = 0; t < T; ++t) xr[t] = row_as<uint16_t>(x, x_stride, t);
+        for (int t = 0; t < T; ++t) xr[t] = row_as<XElem>(x, x_stride, t);
         __m512 acc[R][T];
         for (int r = 0; r < R; ++r)
             for (int t = 0; t < T; ++t) acc[r][t] = _mm512_setzero_ps();
@@ -66,13 +76,13 @@ struct FloatTile512 {
             __m512 wv[R];
             for (int r = 0; r < R; ++r) wv[r] = Wide16<Type>::load(wr[r] + i);
             for (int t = 0; t < T; ++t) {
-                const __m512 xv = Wide16<Type>::load(xr[t] + i);
+                const __m512 xv = load_x(xr[t] + i);
                 for (int r = 0; r < R; ++r) acc[r][t] = _mm512_fmadd_ps(wv[r], xv, acc[r][t]);
             }
         }
         for (; i + 8 <= n; i += 8) {
             for (int t = 0; t < T; ++t) {
-                const __m512 xv = _mm512_castps256_ps512(E::load(xr[t] + i));
+                const __m512 xv = _mm512_castps256_ps512(XE::load(xr[t] + i));
                 for (int r = 0; r < R; ++r)
                     acc[r][t] =
                         _mm512_mask3_fmadd_ps(_mm512_castps256_ps512(E::load(wr[r] + i)), xv, acc[r][t], 0x00ff);
@@ -82,7 +92,7 @@ struct FloatTile512 {
             for (int t = 0; t < T; ++t) {
                 const __m256 a0 = _mm512_castps512_ps256(acc[r][t]), a1 = _mm512_extractf32x8_ps(acc[r][t], 1);
                 float sum = hsum(_mm256_add_ps(a0, a1));
-                for (int64_t j = i; j < n; ++j) sum += E::scalar(wr[r][j]) * E::scalar(xr[t][j]);
+                for (int64_t j = i; j < n; ++j) sum += E::scalar(wr[r][j]) * XE::scalar(xr[t][j]);
                 result[static_cast<size_t>(t) * result_stride + static_cast<size_t>(r)] = sum;
             }
         }
@@ -172,7 +182,28 @@ struct Block32Tile512 {
     }
 };
 
+// tiles<K, R, T> with the tokens in chunks: each chunk's f32 activations (kTokenChunk x
+// n floats) stay in L2 while every row group of the call passes over them, where all
+// the tokens' would not (512 tokens of 1536 floats are 3 MiB).
+template <class K, int R, int T>
+void tiles_token_chunks(int64_t n, int64_t n_rows, int64_t n_tokens, float* result, size_t result_stride,
+                        const void* w, size_t w_stride, const void* x, size_t x_stride) {
+    constexpr int64_t kTokenChunk = 16 * T;
+    const auto* xb = static_cast<const uint8_t*>(x);
+    for (int64_t t = 0; t < n_tokens; t += kTokenChunk)
+        tiles<K, R, T>(n, n_rows, std::min(kTokenChunk, n_tokens - t), result + static_cast<size_t>(t) * result_stride,
+                       result_stride, w, w_stride, xb + static_cast<size_t>(t) * x_stride, x_stride);
+}
+
 }  // namespace
+
+VecDotTileFn avx512_tile_kernel_widened(DType weight) {
+    switch (weight) {
+        case DType::F16: return tiles_token_chunks<FloatTile512<DType::F16, true>, 4, 6>;
+        case DType::BF16: return tiles_token_chunks<FloatTile512<DType::BF16, true>, 4, 6>;
+        default: return nullptr;
+    }
+}
 
 VecDotTileFn avx512_tile_kernel(DType weight) {
     switch (weight) {
@@ -190,6 +221,7 @@ VecDotTileFn avx512_tile_kernel(DType weight) {
 
 namespace inlay::quant::detail {
 VecDotTileFn avx512_tile_kernel(DType) { return nullptr; }
+VecDotTileFn avx512_tile_kernel_widened(DType) { return nullptr; }
 }  // namespace inlay::quant::detail
 
 #endif

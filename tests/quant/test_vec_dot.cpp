@@ -349,7 +349,7 @@ TEST_CASE("vec_dot_tile equals per-row, per-token dots", "[quant][vec_dot]") {
         for (int64_t n : {int64_t{1536}, is_float_type(type) ? int64_t{1003} : int64_t{256}}) {
             const size_t w_stride = *row_bytes(type, n) + 4;
             const size_t x_stride = *row_bytes(act, n) + 4;
-            const int64_t max_rows = 13, max_tokens = 17;
+            const int64_t max_rows = 13, max_tokens = 100;  // 100: past a float tile's token chunk (96)
             Bytes w(w_stride * max_rows), x(x_stride * max_tokens);
             for (int64_t r = 0; r < max_rows; ++r) {
                 const auto row = random_row(rng, n);
@@ -367,7 +367,7 @@ TEST_CASE("vec_dot_tile equals per-row, per-token dots", "[quant][vec_dot]") {
                 quant::quantize_activations(act, xf.data(), x.u8() + static_cast<size_t>(t) * x_stride, n);
             }
             for (int64_t n_rows : {1, 2, 3, 4, 5, 8, 13}) {
-                for (int64_t n_tokens : {1, 2, 3, 4, 5, 7, 16, 17}) {
+                for (int64_t n_tokens : {1, 2, 3, 4, 5, 7, 16, 17, 100}) {
                     const size_t result_stride = static_cast<size_t>(n_rows) + 3;
                     std::vector<float> got(result_stride * static_cast<size_t>(n_tokens), 12345.0f);
                     quant::vec_dot_tile(type, n, n_rows, n_tokens, got.data(), result_stride, w.data(), w_stride,
