@@ -32,14 +32,10 @@ fi
 if [ -n "$sanitize" ]; then
   # The CUDA backend is built and its host-side tests run in the plain build; sanitizers
   # add nothing to CUDA code that cannot run here (no GPU), so they build the CPU library.
-  # Line tables only (-g1): the sanitizers' stack traces need no more, and full debug
-  # info makes the build much slower. ASan+UBSan at -O1: GCC's UBSan checks make -O2
-  # compile about twice as slowly (one heavy test file: 75 s at -O2, 37 s at -O1), and
-  # that build was the longest stage of CI; TSan keeps -O2 for its concurrency tests.
-  opt=-O2
-  [[ $sanitize == *address* || $sanitize == *undefined* ]] && opt=-O1
+  # -O2 as RelWithDebInfo, with line tables only (-g1): the sanitizers' stack traces need
+  # no more, and full debug info makes the build much slower.
   cmake -S . -B "$dir" "${generator[@]}" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DINLAY_SANITIZE="$sanitize" \
-    -DCMAKE_C_FLAGS_RELWITHDEBINFO="$opt -g1 -DNDEBUG" -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="$opt -g1 -DNDEBUG" \
+    -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O2 -g1 -DNDEBUG" -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -g1 -DNDEBUG" \
     -DINLAY_BENCH=OFF -DINLAY_WERROR=ON -DINLAY_CUDA=OFF
   export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:strict_string_checks=1
   export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
