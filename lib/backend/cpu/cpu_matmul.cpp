@@ -171,7 +171,8 @@ void CpuBackend::matmul_swiglu(const Weight& gate, const Weight& up, const Buffe
     if (quant::vec_dot_type(up.type) != quant::vec_dot_type(gate.type) || (n_tokens > 1 && up.type != gate.type)) {
         // No shared conversion (or packing): the products one after the other, then the gating.
         matmul_converted(gate, xq, stride, n_tokens, out, scratch);
-        xq = convert_activations(up, x, n_tokens, scratch, &stride);
+        if (quant::vec_dot_type(up.type) != quant::vec_dot_type(gate.type))
+            xq = convert_activations(up, x, n_tokens, scratch, &stride);
         matmul_converted(up, xq, stride, n_tokens, scratch.up, scratch);
         silu_mul(out, scratch.up, n_tokens * n_ff);
         return;
