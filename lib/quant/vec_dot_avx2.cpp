@@ -18,6 +18,7 @@
 
 #include "core/half.h"
 #include "quant/avx2_blocks.h"
+#include "quant/gcc_avx512_warnings.h"  // GCC 12's false positives in its own AVX-512 intrinsics
 
 namespace inlay::quant::detail {
 namespace {
@@ -246,10 +247,6 @@ void dot_q1_0(int64_t n, float* result, const uint8_t* w, size_t stride, const v
 // 32-bit and 64-bit interleaves and one qword permute (dot_q1_0<8>'s eight hadd trees
 // were its bottleneck). Integer totals are exact and the float steps are dot_q1_0's in
 // its order, so the results are bitwise the same.
-// GCC 12's 512-bit unpack and insert intrinsics pass _mm512_undefined_epi32() as the
-// unused merge source, which -Wmaybe-uninitialized reports (a known false positive).
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 void dot_q1_0_zmm8(int64_t n, float* result, const uint8_t* w, size_t stride, const void* x_row) {
     constexpr int K = kQK1_0 / kQK8_0;
     const auto* x = static_cast<const BlockQ8_0*>(x_row);
@@ -302,7 +299,6 @@ void dot_q1_0_zmm8(int64_t n, float* result, const uint8_t* w, size_t stride, co
     }
     _mm256_storeu_ps(result, acc);
 }
-#pragma GCC diagnostic pop
 constexpr VecDotRowsFn kQ1RowGroup = row_groups<8, dot_q1_0_zmm8, dot_q1_0<1>>;
 #else
 constexpr VecDotRowsFn kQ1RowGroup = row_groups<kQ1Rows, dot_q1_0<kQ1Rows>, dot_q1_0<1>>;
