@@ -25,6 +25,15 @@ namespace inlay {
 namespace {
 constexpr size_t kRowBlock = 16;  // rows computed together; also the thread split granularity
 constexpr size_t kDecodeChunksPerThread = 4;  // one-token products: contiguous runs per thread
+
+// Rows [begin, end) of chunk c when n_rows rows (n_blocks row blocks) are cut into n_chunks
+// contiguous runs of whole row blocks; empty for a chunk that gets no block.
+struct RowRange {
+    size_t begin, end;
+};
+RowRange chunk_rows(size_t n_rows, size_t n_blocks, size_t c, size_t n_chunks) {
+    return {n_blocks * c / n_chunks * kRowBlock, std::min(n_rows, n_blocks * (c + 1) / n_chunks * kRowBlock)};
+}
 }
 
 const std::byte* CpuBackend::convert_activations(const Weight& w, const Buffer& x, int64_t n_tokens, Scratch& scratch,
@@ -65,8 +74,7 @@ void CpuBackend::matmul_converted(const Weight& w, const std::byte* xq, size_t x
         // rather than along blocks that the other threads take.
         const size_t n_chunks = std::min(n_blocks, static_cast<size_t>(pool_.size()) * kDecodeChunksPerThread);
         pool_.run(n_chunks, [&](size_t c) {
-            const size_t rb = n_blocks * c / n_chunks * kRowBlock;
-            const size_t re = std::min(static_cast<size_t>(n_out), n_blocks * (c + 1) / n_chunks * kRowBlock);
+            const auto [rb, re] = chunk_rows(static_cast<size_t>(n_out), n_blocks, c, n_chunks);
             quant::vec_dot_tile(w.type, w.n_cols, static_cast<int64_t>(re - rb), 1, y.ptr() + rb,
                                 static_cast<size_t>(n_out), w.row(static_cast<int64_t>(rb)), w.row_stride, xq,
                                 x_stride, &scratch.pack);
@@ -124,8 +132,7 @@ void CpuBackend::matmul_products(std::span<const Product> products, const std::b
             const Weight& w = *products[i].w;
             const size_t n_blocks = first_block[i + 1] - first_block[i];
             const size_t n_chunks = first_chunk[i + 1] - first_chunk[i], local = c - first_chunk[i];
-            const size_t rb = n_blocks * local / n_chunks * kRowBlock;
-            const size_t re = std::min(static_cast<size_t>(w.n_rows), n_blocks * (local + 1) / n_chunks * kRowBlock);
+            const auto [rb, re] = chunk_rows(static_cast<size_t>(w.n_rows), n_blocks, local, n_chunks);
             if (rb < re)
                 quant::vec_dot_tile(w.type, w.n_cols, static_cast<int64_t>(re - rb), 1, products[i].y->ptr() + rb,
                                     static_cast<size_t>(w.n_rows), w.row(static_cast<int64_t>(rb)), w.row_stride, xq,
@@ -190,8 +197,7 @@ void CpuBackend::matmul_swiglu(const Weight& gate, const Weight& up, const Buffe
         pack = &scratch.pack;
     }
     pool_.run(n_chunks, [&](size_t c) {
-        const size_t rb = n_blocks * c / n_chunks * kRowBlock;
-        const size_t re = std::min(rows, n_blocks * (c + 1) / n_chunks * kRowBlock);
+        const auto [rb, re] = chunk_rows(rows, n_blocks, c, n_chunks);
         if (rb >= re) return;
         const auto nr = static_cast<int64_t>(re - rb);
         quant::vec_dot_tile(gate.type, gate.n_cols, nr, n_tokens, out.ptr() + rb, rows,
