@@ -22,6 +22,7 @@ using inlay::CpuBackend;
 struct Shape {
     int64_t n_heads, n_kv_heads, head_dim;
 };
+constexpr Shape kStories{6, 6, 48};  // stories15M: head_dim 48, three 16-lane vectors
 constexpr Shape kSmol{9, 3, 64};
 constexpr Shape kQwen{16, 8, 128};
 
@@ -81,6 +82,7 @@ void args(benchmark::internal::Benchmark* bm) {
     }
 }
 
+BENCHMARK_CAPTURE(bm_attention, stories_hd48, kStories)->Apply(args);
 BENCHMARK_CAPTURE(bm_attention, smol_hd64, kSmol)->Apply(args);
 BENCHMARK_CAPTURE(bm_attention, qwen3_hd128, kQwen)->Apply(args);
 

@@ -115,7 +115,7 @@ std::vector<Case> cases() {
     // cross block borders, a one-token decode deep in its sequence, a short prompt.
     const std::vector<Seq> ragged{{45, 0}, {83, 61}, {34, 33}, {7, 0}};
     for (const DType dtype : {DType::F16, DType::F32})
-        for (const int64_t hd : {int64_t{64}, int64_t{128}})
+        for (const int64_t hd : {int64_t{48}, int64_t{64}, int64_t{96}, int64_t{128}})  // 48, 96: a rest of 3 / 2 vectors
             for (const int64_t group : {int64_t{1}, int64_t{2}, int64_t{3}, int64_t{4}})
                 for (const bool interleave : {false, true})
                     out.push_back(Case{KvGeometry{1, 2, hd, 16, dtype}, 2 * group, ragged, interleave});

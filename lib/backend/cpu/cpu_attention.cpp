@@ -69,7 +69,7 @@ struct Row {
 
 // A chunk's softmax weights for one row of the f16 model (below): e[s] is the row's
 // exp(old max - score) where the score raised the running max (grew[s]), else
-// exp(score - max).
+// exp(score - max); it holds the raw dots in between (scores_f16, then softmax_f16).
 struct Weights {
     alignas(64) float e[kChunk];
     bool grew[kChunk];
@@ -120,23 +120,49 @@ void update_rows_f16(float* acc, const T* vs, const Weights* w, int64_t n_rows, 
 // summed in f32, one position at a time (the running max updated per position), and the
 // V accumulator rounded to f16 after every scale and every add (update_f16).
 template <class T>
-void weights_f16(Row& row, Weights& w, const float* qs, const T* ks, int64_t n, int64_t hdp, float scale) {
-    alignas(64) float x[kChunk], dots[kChunk];
-    dots8(qs, ks, hdp, n, hdp, dots);
-    float m = row.max;
-    for (int64_t s = 0; s < n; ++s) {
-        const float score = dots[s] * scale;
-        w.grew[s] = score > m;
-        x[s] = w.grew[s] ? m - score : score - m;  // the one exponent this position needs
-        m = w.grew[s] ? score : m;
-    }
-    for (int64_t s = n; s < kChunk; ++s) x[s] = -std::numeric_limits<float>::infinity();
-    exp_n(x, w.e, kChunk);
-    row.max = m;
-    float sum = row.sum;
-    for (int64_t s = 0; s < n; ++s) sum = w.grew[s] ? sum * w.e[s] + 1.0f : sum + w.e[s];
-    row.sum = sum;
+void scores_f16(Weights& w, const float* qs, const T* ks, int64_t n, int64_t hdp) {
+    dots8(qs, ks, hdp, n, hdp, w.e);  // the raw dots, until softmax_f16 turns them into weights
     w.n = n;
+}
+
+// K rows' softmax weights and denominators for a chunk, from their scores (scores_f16).
+// Both the running max and the sum are chains of dependent scalar ops, one position
+// after another; K rows advance together so that their chains overlap. A row's own
+// arithmetic is the same whatever K.
+template <int K>
+void softmax_group_f16(Row* rows, Weights* w, float scale) {
+    float m[K], sum[K];
+    int64_t n = 0;
+    for (int k = 0; k < K; ++k) {
+        m[k] = rows[k].max;
+        sum[k] = rows[k].sum;
+        n = std::max(n, w[k].n);
+    }
+    for (int64_t s = 0; s < n; ++s)
+        for (int k = 0; k < K; ++k) {
+            if (s >= w[k].n) continue;
+            const float score = w[k].e[s] * scale;
+            const bool grew = score > m[k];
+            w[k].grew[s] = grew;
+            w[k].e[s] = grew ? m[k] - score : score - m[k];  // the one exponent this position needs
+            m[k] = grew ? score : m[k];
+        }
+    for (int k = 0; k < K; ++k) {
+        if (w[k].n == 0) continue;
+        std::fill(w[k].e + w[k].n, w[k].e + kChunk, -std::numeric_limits<float>::infinity());
+        exp_n(w[k].e, w[k].e, kChunk);
+        rows[k].max = m[k];
+    }
+    for (int64_t s = 0; s < n; ++s)
+        for (int k = 0; k < K; ++k)
+            if (s < w[k].n) sum[k] = w[k].grew[s] ? sum[k] * w[k].e[s] + 1.0f : sum[k] + w[k].e[s];
+    for (int k = 0; k < K; ++k) rows[k].sum = sum[k];
+}
+
+void softmax_f16(Row* rows, Weights* w, int64_t n_rows, float scale) {
+    int64_t r = 0;
+    for (; r + 4 <= n_rows; r += 4) softmax_group_f16<4>(rows + r, w + r, scale);
+    for (; r < n_rows; ++r) softmax_group_f16<1>(rows + r, w + r, scale);
 }
 
 template <int NV, class T>
@@ -174,7 +200,12 @@ void row_chunk_f32(Row& row, float* acc, const float* qs, const T* ks, const T* 
     row.max = m;
     int64_t i = 0;
     for (; i + 4 * kWidth <= hdp; i += 4 * kWidth) update_f32<4>(acc + i, vs + i, e, rescale, n, hdp);
-    for (; i < hdp; i += kWidth) update_f32<1>(acc + i, vs + i, e, rescale, n, hdp);
+    switch ((hdp - i) / kWidth) {  // the rest in one pass, as for the f16 cache
+        case 3: update_f32<3>(acc + i, vs + i, e, rescale, n, hdp); break;
+        case 2: update_f32<2>(acc + i, vs + i, e, rescale, n, hdp); break;
+        case 1: update_f32<1>(acc + i, vs + i, e, rescale, n, hdp); break;
+        default: break;
+    }
 }
 
 }  // namespace
@@ -321,13 +352,21 @@ void CpuBackend::attention(const Buffer& q, const KvStorage& kv, int64_t layer, 
                             const int64_t nr = std::max<int64_t>(0, std::min(n, rows[r].n_visible - c0));
                             weights[r].n = 0;
                             if (nr == 0) continue;
-                            if (f16) weights_f16(rows[r], weights[r], qs + r * hdp, kp, nr, hdp, scale);
+                            if (f16) scores_f16(weights[r], qs + r * hdp, kp, nr, hdp);
                             else row_chunk_f32(rows[r], acc + r * hdp, qs + r * hdp, kp, vp, nr, hdp, scale);
                         }
                         if (f16) {
+                            softmax_f16(rows, weights, n_rows, scale);
                             int64_t i = 0;
                             for (; i + 4 * kWidth <= hdp; i += 4 * kWidth) update_rows_f16<4>(acc, vp, weights, n_rows, hdp, i);
-                            for (; i < hdp; i += kWidth) update_rows_f16<1>(acc, vp, weights, n_rows, hdp, i);
+                            // The rest in one pass (head_dim 48: three vectors), so that its
+                            // rounding chains overlap instead of running one after another.
+                            switch ((hdp - i) / kWidth) {
+                                case 3: update_rows_f16<3>(acc, vp, weights, n_rows, hdp, i); break;
+                                case 2: update_rows_f16<2>(acc, vp, weights, n_rows, hdp, i); break;
+                                case 1: update_rows_f16<1>(acc, vp, weights, n_rows, hdp, i); break;
+                                default: break;
+                            }
                         }
                     };
                     if (hd == hdp && !f16) {  // f32 rows as stored
