@@ -43,6 +43,21 @@ void require_batch_fits(const CpuBackend::KvStorage& kv, const CpuBackend::Batch
 inline vf vload_kv(const float* p) { return vload(p); }
 inline vf vload_kv(const uint16_t* p) { return vload_f16(p); }
 
+// f(i) over the vectors of a head (hdp floats) as f.template operator()<NV>(i) with NV
+// vectors from element i: groups of four, then the rest (head_dim 48: three) in one
+// call, so that the rest's dependency chains overlap instead of running one per vector.
+template <class F>
+inline void for_vector_groups(int64_t hdp, F&& f) {
+    int64_t i = 0;
+    for (; i + 4 * kWidth <= hdp; i += 4 * kWidth) f.template operator()<4>(i);
+    switch ((hdp - i) / kWidth) {
+        case 3: f.template operator()<3>(i); break;
+        case 2: f.template operator()<2>(i); break;
+        case 1: f.template operator()<1>(i); break;
+        default: break;
+    }
+}
+
 // n rows of hd elements (f16 or f32) into f32 rows of hdp, zero padded.
 void load_rows(const std::byte* src, bool f16, int64_t n, int64_t hd, int64_t hdp, float* dst) {
     for (int64_t s = 0; s < n; ++s) {
@@ -198,14 +213,7 @@ void row_chunk_f32(Row& row, float* acc, const float* qs, const T* ks, const T* 
     for (int64_t s = 0; s < n; ++s) sum += e[s];
     row.sum = sum;
     row.max = m;
-    int64_t i = 0;
-    for (; i + 4 * kWidth <= hdp; i += 4 * kWidth) update_f32<4>(acc + i, vs + i, e, rescale, n, hdp);
-    switch ((hdp - i) / kWidth) {  // the rest in one pass, as for the f16 cache
-        case 3: update_f32<3>(acc + i, vs + i, e, rescale, n, hdp); break;
-        case 2: update_f32<2>(acc + i, vs + i, e, rescale, n, hdp); break;
-        case 1: update_f32<1>(acc + i, vs + i, e, rescale, n, hdp); break;
-        default: break;
-    }
+    for_vector_groups(hdp, [&]<int NV>(int64_t i) { update_f32<NV>(acc + i, vs + i, e, rescale, n, hdp); });
 }
 
 }  // namespace
@@ -357,16 +365,9 @@ void CpuBackend::attention(const Buffer& q, const KvStorage& kv, int64_t layer, 
                         }
                         if (f16) {
                             softmax_f16(rows, weights, n_rows, scale);
-                            int64_t i = 0;
-                            for (; i + 4 * kWidth <= hdp; i += 4 * kWidth) update_rows_f16<4>(acc, vp, weights, n_rows, hdp, i);
-                            // The rest in one pass (head_dim 48: three vectors), so that its
-                            // rounding chains overlap instead of running one after another.
-                            switch ((hdp - i) / kWidth) {
-                                case 3: update_rows_f16<3>(acc, vp, weights, n_rows, hdp, i); break;
-                                case 2: update_rows_f16<2>(acc, vp, weights, n_rows, hdp, i); break;
-                                case 1: update_rows_f16<1>(acc, vp, weights, n_rows, hdp, i); break;
-                                default: break;
-                            }
+                            for_vector_groups(hdp, [&]<int NV>(int64_t i) {
+                                update_rows_f16<NV>(acc, vp, weights, n_rows, hdp, i);
+                            });
                         }
                     };
                     if (hd == hdp && !f16) {  // f32 rows as stored
