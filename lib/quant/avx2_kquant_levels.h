@@ -1,6 +1,6 @@
 // Internal: the levels of the K-quant super-blocks as bytes, 32 to a 256-bit vector,
-// shared by the AVX2 K-quant kernels (vec_dot_avx2_kquants.cpp) and the AMX tiles
-// (vec_dot_tile_amx_kquants.cpp). Include only inside
+// shared by the AVX2 K-quant kernels (vec_dot_avx2_kquants.cpp), the AMX tiles
+// (vec_dot_tile_amx_kquants.cpp) and the 512-bit tiles (vec_dot_tile_avx512.cpp). Include only inside
 // `#if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)`.
 #pragma once
 
@@ -65,5 +65,37 @@ inline void affine_levels(const Block& b, __m256i qh, __m256i& lo, __m256i& hi) 
         hi = _mm256_or_si256(hi, fifth_bit<2 * C + 1>(qh));
     }
 }
+
+// ---- the Q4_K / Q5_K super-block totals (the 256- and 512-bit tiles share them)
+
+// m_j * (bsums[2j] + bsums[2j+1]) in int32 lane j, from the unpacked scales.
+inline __m256i k_min_products(__m128i scales_mins, __m256i bsums) {
+    const __m128i m16 = _mm_cvtepu8_epi16(_mm_srli_si128(scales_mins, 8));
+    const __m256i pairs = _mm256_set_m128i(_mm_unpackhi_epi16(m16, m16), _mm_unpacklo_epi16(m16, m16));
+    return _mm256_madd_epi16(bsums, pairs);
+}
+
+// Shuffle broadcasting int16 lane j of a 128-bit lane to all its lanes.
+inline __m256i broadcast16_pick(int j) {
+    const int16_t both = static_cast<int16_t>((2 * j) | ((2 * j + 1) << 8));
+    return _mm256_set1_epi16(both);
+}
+
+// [sum of a's lanes, sum of b's lanes, the same again]: a super-block's exact integer
+// totals, from the lane sums the maddubs/madd products leave.
+inline __m128i lane_totals(__m256i a, __m256i b) {
+    const __m256i h = _mm256_hadd_epi32(a, b);
+    const __m256i hh = _mm256_hadd_epi32(h, h);
+    return _mm_add_epi32(_mm256_castsi256_si128(hh), _mm256_extracti128_si256(hh, 1));
+}
+
+// The K-quants' float order (vec_dot_reference.cpp): lane 0 of acc gets
+// fma(float(sumi), d_x * d_w, acc), lane 1 fma(float(summ), d_x * dmin, acc_min).
+inline __m128 fuse_totals(__m128i totals, float scale, float scale_min, __m128 acc) {
+    return _mm_fmadd_ps(_mm_cvtepi32_ps(totals), _mm_setr_ps(scale, scale_min, 0.0f, 0.0f), acc);
+}
+
+// acc - acc_min of a fuse_totals accumulator.
+inline float affine_result(__m128 acc) { return _mm_cvtss_f32(acc) - _mm_cvtss_f32(_mm_movehdup_ps(acc)); }
 
 }  // namespace inlay::quant::detail::avx2

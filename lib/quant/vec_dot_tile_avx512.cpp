@@ -21,6 +21,7 @@
 #include "core/half.h"
 #include "quant/gcc_avx512_warnings.h"
 #include "quant/avx2_blocks.h"
+#include "quant/avx2_kquant_levels.h"
 
 namespace inlay::quant::detail {
 namespace {
@@ -182,6 +183,87 @@ struct Block32Tile512 {
     }
 };
 
+// ---------------------------------------------------------------- Q4_K / Q5_K
+
+// AffineKTile's arithmetic (vec_dot_avx2_kquants.cpp) with two tokens to a vector: the
+// low half token 2p's sub-block products, the high half token 2p+1's, against one row's
+// levels and scales broadcast to both halves. The integer totals of a super-block are
+// exact whichever way they are added, and each half's totals go into that token's two
+// float accumulators exactly as there (fuse_totals), so the results are the same bits.
+// An odd last token fills both halves (the high half's result is dropped).
+template <bool Q5>
+struct AffineKTile512 {
+    template <int R, int T>
+    static void run(int64_t n, float* result, size_t result_stride, const uint8_t* w, size_t w_stride,
+                    const uint8_t* x, size_t x_stride) {
+        using Block = std::conditional_t<Q5, BlockQ5_K, BlockQ4_K>;
+        constexpr int P = (T + 1) / 2;
+        const Block* wr[R];
+        const BlockQ8_K* xr[2 * P];
+        for (int r = 0; r < R; ++r) wr[r] = row_as<Block>(w, w_stride, r);
+        for (int t = 0; t < 2 * P; ++t) xr[t] = row_as<BlockQ8_K>(x, x_stride, std::min(t, T - 1));
+        __m128 acc[R][2 * P];  // fuse_totals accumulators
+        for (int r = 0; r < R; ++r)
+            for (int t = 0; t < 2 * P; ++t) acc[r][t] = _mm_setzero_ps();
+        for (int64_t b = 0; b < n / kQK_K; ++b) {
+            __m512i scales16[R];
+            __m256i qh[R];
+            __m512i sumi[R][P], mins[R][P];
+            for (int r = 0; r < R; ++r) {
+                const Block& wb = wr[r][b];
+                const __m128i sm = unpack_k_scales(wb.scales);
+                scales16[r] = _mm512_broadcast_i32x4(_mm_cvtepu8_epi16(sm));
+                const __m128i m16 = _mm_cvtepu8_epi16(_mm_srli_si128(sm, 8));
+                const __m512i pairs = _mm512_broadcast_i64x4(
+                    _mm256_set_m128i(_mm_unpackhi_epi16(m16, m16), _mm_unpacklo_epi16(m16, m16)));
+                for (int p = 0; p < P; ++p) {
+                    const __m512i bsums = halves(load32(xr[2 * p][b].bsums), load32(xr[2 * p + 1][b].bsums));
+                    mins[r][p] = _mm512_madd_epi16(bsums, pairs);  // k_min_products per half
+                    sumi[r][p] = _mm512_setzero_si512();
+                }
+                if constexpr (Q5) qh[r] = load32(wb.qh);
+            }
+            auto chunk = [&]<int C>() {
+                __m512i xl[P], xh[P];
+                for (int p = 0; p < P; ++p) {
+                    xl[p] = halves(load32(xr[2 * p][b].qs + 64 * C), load32(xr[2 * p + 1][b].qs + 64 * C));
+                    xh[p] = halves(load32(xr[2 * p][b].qs + 64 * C + 32), load32(xr[2 * p + 1][b].qs + 64 * C + 32));
+                }
+                for (int r = 0; r < R; ++r) {
+                    __m256i lo, hi;
+                    affine_levels<Q5, C>(wr[r][b], qh[r], lo, hi);
+                    const __m512i lo2 = _mm512_broadcast_i64x4(lo), hi2 = _mm512_broadcast_i64x4(hi);
+                    const __m512i scale_lo = _mm512_shuffle_epi8(scales16[r], _mm512_set1_epi16(static_cast<int16_t>((4 * C) | ((4 * C + 1) << 8))));
+                    const __m512i scale_hi = _mm512_shuffle_epi8(scales16[r], _mm512_set1_epi16(static_cast<int16_t>((4 * C + 2) | ((4 * C + 3) << 8))));
+                    for (int p = 0; p < P; ++p) {
+                        const __m512i pl = _mm512_madd_epi16(_mm512_maddubs_epi16(lo2, xl[p]), scale_lo);
+                        const __m512i ph = _mm512_madd_epi16(_mm512_maddubs_epi16(hi2, xh[p]), scale_hi);
+                        sumi[r][p] = _mm512_add_epi32(sumi[r][p], _mm512_add_epi32(pl, ph));
+                    }
+                }
+            };
+            chunk.template operator()<0>();
+            chunk.template operator()<1>();
+            chunk.template operator()<2>();
+            chunk.template operator()<3>();
+            for (int r = 0; r < R; ++r) {
+                const float dw = f16_to_f32(wr[r][b].d), dmin = f16_to_f32(wr[r][b].dmin);
+                for (int p = 0; p < P; ++p) {
+                    for (int h = 0; h < 2; ++h) {
+                        const int t = 2 * p + h;
+                        const __m256i s = h == 0 ? _mm512_castsi512_si256(sumi[r][p]) : _mm512_extracti64x4_epi64(sumi[r][p], 1);
+                        const __m256i m = h == 0 ? _mm512_castsi512_si256(mins[r][p]) : _mm512_extracti64x4_epi64(mins[r][p], 1);
+                        acc[r][t] = fuse_totals(lane_totals(s, m), xr[t][b].d * dw, xr[t][b].d * dmin, acc[r][t]);
+                    }
+                }
+            }
+        }
+        for (int r = 0; r < R; ++r)
+            for (int t = 0; t < T; ++t)
+                result[static_cast<size_t>(t) * result_stride + static_cast<size_t>(r)] = affine_result(acc[r][t]);
+    }
+};
+
 // tiles<K, R, T> with the tokens in chunks: each chunk's f32 activations (kTokenChunk x
 // n floats) stay in L2 while every row group of the call passes over them, where all
 // the tokens' would not (512 tokens of 1536 floats are 3 MiB).
@@ -211,6 +293,8 @@ VecDotTileFn avx512_tile_kernel(DType weight) {
         case DType::BF16: return tiles<FloatTile512<DType::BF16>, 4, 6>;
         case DType::Q4_1: return tiles<Block32Tile512<BlockQ4_1>, 4, 4>;
         case DType::Q5_1: return tiles<Block32Tile512<BlockQ5_1>, 4, 4>;
+        case DType::Q4_K: return tiles<AffineKTile512<false>, 2, 4>;
+        case DType::Q5_K: return tiles<AffineKTile512<true>, 2, 4>;
         default: return nullptr;
     }
 }
