@@ -1,7 +1,7 @@
 // Internal: the levels of the K-quant super-blocks as bytes, 32 to a 256-bit vector,
 // shared by the AVX2 K-quant kernels (vec_dot_avx2_kquants.cpp), the AMX tiles
-// (vec_dot_tile_amx_kquants.cpp) and the 512-bit tiles (vec_dot_tile_avx512.cpp). Include only inside
-// `#if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)`.
+// (vec_dot_tile_amx_kquants.cpp) and the 512-bit tiles (vec_dot_tile_avx512.cpp).
+// Include only inside `#if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)`.
 #pragma once
 
 #include <immintrin.h>
@@ -68,11 +68,16 @@ inline void affine_levels(const Block& b, __m256i qh, __m256i& lo, __m256i& hi) 
 
 // ---- the Q4_K / Q5_K super-block totals (the 256- and 512-bit tiles share them)
 
+// The mins as int16 pairs [m0, m0, m1, m1, .., m7, m7], from the unpacked scales: madd
+// with the 16 bsums gives m_j * (bsums[2j] + bsums[2j+1]) in int32 lane j.
+inline __m256i k_min_pairs(__m128i scales_mins) {
+    const __m128i m16 = _mm_cvtepu8_epi16(_mm_srli_si128(scales_mins, 8));
+    return _mm256_set_m128i(_mm_unpackhi_epi16(m16, m16), _mm_unpacklo_epi16(m16, m16));
+}
+
 // m_j * (bsums[2j] + bsums[2j+1]) in int32 lane j, from the unpacked scales.
 inline __m256i k_min_products(__m128i scales_mins, __m256i bsums) {
-    const __m128i m16 = _mm_cvtepu8_epi16(_mm_srli_si128(scales_mins, 8));
-    const __m256i pairs = _mm256_set_m128i(_mm_unpackhi_epi16(m16, m16), _mm_unpacklo_epi16(m16, m16));
-    return _mm256_madd_epi16(bsums, pairs);
+    return _mm256_madd_epi16(bsums, k_min_pairs(scales_mins));
 }
 
 // Shuffle broadcasting int16 lane j of a 128-bit lane to all its lanes.

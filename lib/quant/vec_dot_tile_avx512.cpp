@@ -209,16 +209,15 @@ struct AffineKTile512 {
             __m512i scales16[R];
             __m256i qh[R];
             __m512i sumi[R][P], mins[R][P];
+            __m512i bsums[P];
+            for (int p = 0; p < P; ++p) bsums[p] = halves(load32(xr[2 * p][b].bsums), load32(xr[2 * p + 1][b].bsums));
             for (int r = 0; r < R; ++r) {
                 const Block& wb = wr[r][b];
                 const __m128i sm = unpack_k_scales(wb.scales);
                 scales16[r] = _mm512_broadcast_i32x4(_mm_cvtepu8_epi16(sm));
-                const __m128i m16 = _mm_cvtepu8_epi16(_mm_srli_si128(sm, 8));
-                const __m512i pairs = _mm512_broadcast_i64x4(
-                    _mm256_set_m128i(_mm_unpackhi_epi16(m16, m16), _mm_unpacklo_epi16(m16, m16)));
+                const __m512i pairs = _mm512_broadcast_i64x4(k_min_pairs(sm));
                 for (int p = 0; p < P; ++p) {
-                    const __m512i bsums = halves(load32(xr[2 * p][b].bsums), load32(xr[2 * p + 1][b].bsums));
-                    mins[r][p] = _mm512_madd_epi16(bsums, pairs);  // k_min_products per half
+                    mins[r][p] = _mm512_madd_epi16(bsums[p], pairs);  // k_min_products, per half
                     sumi[r][p] = _mm512_setzero_si512();
                 }
                 if constexpr (Q5) qh[r] = load32(wb.qh);
@@ -233,8 +232,10 @@ struct AffineKTile512 {
                     __m256i lo, hi;
                     affine_levels<Q5, C>(wr[r][b], qh[r], lo, hi);
                     const __m512i lo2 = _mm512_broadcast_i64x4(lo), hi2 = _mm512_broadcast_i64x4(hi);
-                    const __m512i scale_lo = _mm512_shuffle_epi8(scales16[r], _mm512_set1_epi16(static_cast<int16_t>((4 * C) | ((4 * C + 1) << 8))));
-                    const __m512i scale_hi = _mm512_shuffle_epi8(scales16[r], _mm512_set1_epi16(static_cast<int16_t>((4 * C + 2) | ((4 * C + 3) << 8))));
+                    const __m512i scale_lo =
+                        _mm512_shuffle_epi8(scales16[r], _mm512_broadcast_i64x4(broadcast16_pick(2 * C)));
+                    const __m512i scale_hi =
+                        _mm512_shuffle_epi8(scales16[r], _mm512_broadcast_i64x4(broadcast16_pick(2 * C + 1)));
                     for (int p = 0; p < P; ++p) {
                         const __m512i pl = _mm512_madd_epi16(_mm512_maddubs_epi16(lo2, xl[p]), scale_lo);
                         const __m512i ph = _mm512_madd_epi16(_mm512_maddubs_epi16(hi2, xh[p]), scale_hi);
@@ -251,8 +252,10 @@ struct AffineKTile512 {
                 for (int p = 0; p < P; ++p) {
                     for (int h = 0; h < 2; ++h) {
                         const int t = 2 * p + h;
-                        const __m256i s = h == 0 ? _mm512_castsi512_si256(sumi[r][p]) : _mm512_extracti64x4_epi64(sumi[r][p], 1);
-                        const __m256i m = h == 0 ? _mm512_castsi512_si256(mins[r][p]) : _mm512_extracti64x4_epi64(mins[r][p], 1);
+                        const __m256i s = h == 0 ? _mm512_castsi512_si256(sumi[r][p])
+                                                 : _mm512_extracti64x4_epi64(sumi[r][p], 1);
+                        const __m256i m = h == 0 ? _mm512_castsi512_si256(mins[r][p])
+                                                 : _mm512_extracti64x4_epi64(mins[r][p], 1);
                         acc[r][t] = fuse_totals(lane_totals(s, m), xr[t][b].d * dw, xr[t][b].d * dmin, acc[r][t]);
                     }
                 }
