@@ -124,8 +124,12 @@ run() {
   rm -rf "$bundle"
   mkdir -p "$bundle"
   tar -C "$bundle" -xJf "$carried/bundle.tar.xz"
-  out=${OUT:-$root/$carried/out}
-  mkdir -p "$out"
+  # The device tool brings back at most 8 files from $OUT: the logs go to a folder that is
+  # packed into one archive at the end, beside the table and nvidia-smi's report.
+  final=${OUT:-$root/$carried/out}
+  out=/tmp/inlay-gpu-logs
+  rm -rf "$out"
+  mkdir -p "$out" "$final"
   table="$out/gpu-check.md"
   start=$SECONDS
   budget=${GPU_CHECK_BUDGET:-450}
@@ -190,8 +194,18 @@ run() {
   else
     echo "| bench | not built | 0 | inlay bench --synthetic does not exist yet |" >>"$table"
   fi
+  # Bad memory accesses that the numbers do not show: the kernels' tests under memcheck,
+  # when the budget has room and the tool is there.
+  local sanitizer
+  sanitizer=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null || true)
+  if [ $dry -eq 0 ] && [ -n "$sanitizer" ]; then
+    run_step memcheck_kernels 120 "$sanitizer" --tool memcheck --leak-check full --error-exitcode 1 "$t/test_kernels_gpu"
+  fi
   echo >>"$table"
   echo "$failures failing step(s); $((SECONDS - start)) s" >>"$table"
+  cp "$table" "$final/"
+  [ -f "$out/nvidia-smi.txt" ] && mv "$out/nvidia-smi.txt" "$final/"
+  tar -C "$out" -czf "$final/logs.tar.gz" .
   cat "$table"
   [ "$failures" -eq 0 ]
 }
