@@ -19,10 +19,13 @@ std::shared_ptr<Engine> make_engine(std::shared_ptr<const Model> model, const in
     } else {
         KvPoolOptions o = default_kv_pool_options(*model);
         if (p.kv_block_size > 0) {
-            // Same number of tokens in blocks of the requested size.
-            const int64_t tokens = o.budget_blocks * o.block_size;
+            // Same number of tokens in blocks of the requested size. A budget in bytes (a
+            // device's memory) stays the same bytes, whatever the block size.
+            if (o.budget_blocks > 0) {
+                const int64_t tokens = o.budget_blocks * o.block_size;
+                o.budget_blocks = std::max<int64_t>(1, (tokens + p.kv_block_size - 1) / p.kv_block_size);
+            }
             o.block_size = p.kv_block_size;
-            o.budget_blocks = std::max<int64_t>(1, (tokens + o.block_size - 1) / o.block_size);
         }
         if (p.kv_budget_bytes > 0) {
             o.budget_blocks = 0;

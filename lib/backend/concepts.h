@@ -66,6 +66,11 @@ struct BackendContract {
     // Otherwise: the largest |logit difference| between a sequence run alone and in a
     // batch, relative to the logits' largest magnitude (0 when batch_invariant).
     double batch_logit_tolerance = 0.0;
+    // Matmuls round the activations as llama.cpp's CPU backend does (Q8_0/Q8_K blocks
+    // for quantized weights, f16/bf16 for half weights), so logits follow llama.cpp's
+    // within summation order; false: float activations (a GPU's GEMV), which differ from
+    // llama.cpp's by its activation rounding.
+    bool llamacpp_activations = true;
 };
 
 template <class B>

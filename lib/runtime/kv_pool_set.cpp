@@ -1,5 +1,7 @@
 #include "runtime/kv_pool_set.h"
 
+#include <algorithm>
+
 #include "core/error.h"
 
 namespace inlay {
@@ -15,8 +17,9 @@ void validate(const KvPoolOptions& o) {
 
 int64_t kv_budget_blocks(const KvPoolOptions& o, size_t block_bytes) {
     validate(o);
-    const int64_t blocks = o.budget_blocks > 0 ? o.budget_blocks
-                                               : static_cast<int64_t>(static_cast<uint64_t>(o.budget_bytes) / block_bytes);
+    int64_t blocks = o.budget_blocks > 0 ? o.budget_blocks
+                                         : static_cast<int64_t>(static_cast<uint64_t>(o.budget_bytes) / block_bytes);
+    if (o.budget_blocks == 0 && o.max_blocks > 0) blocks = std::min(blocks, o.max_blocks);
     if (blocks < 1)
         fail(INLAY_ERR_KV_FULL, "a KV budget of {} bytes holds no block of {} bytes", o.budget_bytes, block_bytes);
     if (blocks > (int64_t{1} << 30)) fail(INLAY_ERR_INVALID_ARGUMENT, "a KV budget of {} blocks is too large", blocks);

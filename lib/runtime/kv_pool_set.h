@@ -18,6 +18,10 @@ struct KvPoolOptions {
     int64_t budget_blocks = 0;
     int64_t block_size = 16;    // token slots per block
     DType dtype = DType::F16;   // K/V element type
+    // A budget in bytes holds at most this many blocks (0: no limit). The host keeps
+    // ~100 bytes of bookkeeping per block, so a device-sized budget in tiny blocks would
+    // otherwise cost gigabytes of host memory for a cache no model fills.
+    int64_t max_blocks = 0;
 };
 
 // Throws INLAY_ERR_INVALID_ARGUMENT (or UNSUPPORTED) for options that make no pool.

@@ -34,6 +34,7 @@ KvPoolOptions kv_pool_options_from_memory(const Model& model, double fraction) {
     const DeviceMemory m = model.executor().memory_info();
     KvPoolOptions o;
     o.budget_bytes = static_cast<int64_t>(fraction * static_cast<double>(m.free_bytes));
+    o.max_blocks = kMaxDeviceBudgetBlocks;
     if (o.budget_bytes <= 0)
         fail(INLAY_ERR_KV_FULL, "{} has no free memory for a KV cache ({} of {} bytes free)", model.device(),
              m.free_bytes, m.total_bytes);

@@ -139,6 +139,9 @@ std::shared_ptr<Engine> make_default_engine(std::shared_ptr<const Model> model);
 KvPoolOptions default_kv_pool_options(const Model& model);
 // The share of a GPU's free memory the default budget takes (after the weights are loaded).
 inline constexpr double kDefaultDeviceKvFraction = 0.9;
+// The most blocks a budget from a device's memory makes (16M tokens in 16-token blocks:
+// more than any model's memory allows except tiny ones in tiny blocks).
+inline constexpr int64_t kMaxDeviceBudgetBlocks = int64_t{1} << 20;
 // A budget of `fraction` (in (0, 1]) of the free memory of the model's device now, in
 // bytes (INLAY_ERR_KV_FULL later if that holds no block).
 KvPoolOptions kv_pool_options_from_memory(const Model& model, double fraction);

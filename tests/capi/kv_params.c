@@ -4,7 +4,9 @@
  * generate exactly what the defaults generate (batching and block size never change the
  * output). Sizes beyond the machine's memory (an absurd context length, KV budget or
  * pool) are INLAY_ERR_OUT_OF_MEMORY with the sizes, refused before anything is
- * allocated (this test would otherwise allocate terabytes).
+ * allocated (this test would otherwise allocate terabytes). On the CPU the default KV
+ * budget follows the context length (4 contexts); on a GPU it is a fraction of the
+ * device's free memory, whatever the context length or block size.
  */
 #define _POSIX_C_SOURCE 200809L
 #include "capi_default_model.h"
@@ -46,14 +48,28 @@ static void generate(inlay_model* model, int32_t* out) {
     inlay_session_free(s);
 }
 
+/* Whether `model` runs on the CPU (its KV budget then follows the context length). */
+static int on_cpu(const inlay_model* model) {
+    inlay_model_info info;
+    memset(&info, 0, sizeof info);
+    info.struct_size = sizeof info;
+    CHECK_STATUS(inlay_model_get_info(model, &info), INLAY_OK);
+    return info.device != NULL && strcmp(info.device, "cpu") == 0;
+}
+
 int main(void) {
     inlay_model_params mp;
     inlay_model* model = NULL;
     int32_t reference[12], got[12];
     inlay_metrics m;
+    int cpu;
+    int64_t default_tokens;
 
     model = capi_load_default();
     generate(model, reference);
+    cpu = on_cpu(model);
+    m = capi_metrics(model);
+    default_tokens = m.blocks_total * m.block_size;
     inlay_model_free(model);
 
     /* Out of range. */
@@ -75,7 +91,14 @@ int main(void) {
             if (!model) continue;
             m = capi_metrics(model);
             CHECK(m.block_size == sizes[i]);
-            CHECK(m.blocks_total == (1024 + sizes[i] - 1) / sizes[i]); /* 4 contexts of 256 tokens */
+            if (cpu) {
+                CHECK(m.blocks_total == (1024 + sizes[i] - 1) / sizes[i]); /* 4 contexts of 256 tokens */
+            } else {
+                /* a share of the device's memory, in at most 2^20 blocks of this size,
+                 * and no fewer tokens than the default's up to that limit */
+                CHECK(m.blocks_total <= (int64_t)1 << 20);
+                CHECK(m.blocks_total * sizes[i] >= (default_tokens < ((int64_t)1 << 20) ? default_tokens : ((int64_t)1 << 20)) - sizes[i]);
+            }
             generate(model, got);
             CHECK(memcmp(got, reference, sizeof got) == 0);
             inlay_model_free(model);
@@ -162,13 +185,21 @@ int main(void) {
         inlay_kv_pool_free(pool);
     }
 
-    /* Beyond memory: an absurd context length (its default budget: 4 contexts), an absurd
+    /* Beyond memory: an absurd context length (on the CPU its default budget is 4
+     * contexts; a GPU's budget is its memory, so there it only sets a limit), an absurd
      * budget; one past the block limit is INVALID_ARGUMENT. */
-    base(&mp); mp.context_length = 2000000000;              refused(&mp, INLAY_ERR_OUT_OF_MEMORY, "500000000 blocks");
+    if (cpu) {
+        base(&mp); mp.context_length = 2000000000;          refused(&mp, INLAY_ERR_OUT_OF_MEMORY, "500000000 blocks");
+        base(&mp); mp.context_length = 2000000000; mp.kv_block_size = 4096;
+        refused(&mp, INLAY_ERR_OUT_OF_MEMORY, "blocks of 2097152 bytes");
+    } else {
+        base(&mp); mp.context_length = 2000000000;
+        CHECK_STATUS(load(&mp, &model), INLAY_OK);
+        inlay_model_free(model);
+        model = NULL;
+    }
     base(&mp); mp.kv_budget_bytes = (int64_t)1 << 42;      refused(&mp, INLAY_ERR_OUT_OF_MEMORY, "exceeds the");
     base(&mp); mp.kv_budget_bytes = (int64_t)1 << 60;      refused(&mp, INLAY_ERR_INVALID_ARGUMENT, "blocks is too large");
-    base(&mp); mp.context_length = 2000000000; mp.kv_block_size = 4096;
-    refused(&mp, INLAY_ERR_OUT_OF_MEMORY, "blocks of 2097152 bytes");
 
     /* A session longer than the model's context only sets a limit: nothing is allocated. */
     {

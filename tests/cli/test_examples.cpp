@@ -36,9 +36,10 @@ void check_demo(const std::filesystem::path& demo) {
     CHECK(r.out.find("INLAY_ERR_IO: cannot open 'no/such/model.gguf'") != std::string::npos);
     CHECK(r.err.find("] 100%") != std::string::npos);  // the progress bar's last state
     CHECK(r.out.find("on cpu") != std::string::npos);
-    // The streamed greedy text is `inlay generate`'s.
-    const auto cli = run_process(inlay::test::inlay_tool(),
-                                 {"generate", "-m", model.string(), "-p", "You will", "--temp", "0", "-n", "48", "--json"});
+    // The streamed greedy text is `inlay generate`'s on the same device (the demo was
+    // asked for the CPU; the tool's default, auto, would take a GPU where there is one).
+    const auto cli = run_process(inlay::test::inlay_tool(), {"generate", "-m", model.string(), "-p", "You will", "--temp",
+                                                             "0", "-n", "48", "--device", "cpu", "--json"});
     REQUIRE(cli.exit_code == 0);
     const std::string text = nlohmann::json::parse(cli.out)["text"];
     CHECK(r.out.find("== streaming (greedy)\n" + text + "\n  [stop: ") != std::string::npos);

@@ -30,7 +30,7 @@ struct Stats {
     int positions = 0, top1_checked = 0;
 };
 
-Stats compare_model(const std::string& name, Tolerance tol) {
+Stats compare_model(const std::string& name, Tolerance tol, Tolerance float_activations_tol) {
     Stats st;
     const auto path = test::testdata("llamacpp-refs/" + name + ".gguf");
     const auto ref_path = test::testdata("llamacpp-refs/" + name + ".ref.json");
@@ -43,6 +43,7 @@ Stats compare_model(const std::string& name, Tolerance tol) {
     ModelOptions options;
     options.n_threads = 2;
     std::shared_ptr<const Model> model = Model::load(path.string(), options);
+    if (!model->executor().contract().llamacpp_activations) tol = float_activations_tol;
     const auto n_vocab = static_cast<size_t>(model->spec().n_vocab);
     REQUIRE(ref["cases"].size() == std::size(kPrompts));
     for (size_t c = 0; c < std::size(kPrompts); ++c) {
@@ -79,14 +80,15 @@ Stats compare_model(const std::string& name, Tolerance tol) {
             ++st.positions;
         }
     }
-    WARN(name << ": " << st.positions << " positions, max |logit - llama.cpp| = " << st.max_error << ", top-1 checked at "
+    WARN(name << " on " << model->device() << ": " << st.positions << " positions, max |logit - llama.cpp| = " << st.max_error << ", top-1 checked at "
               << st.top1_checked);
     return st;
 }
 
 }  // namespace
 
-// Tolerances. f32: the 1e-3. f16/bf16: 2e-2. Quantized types: llama.cpp and
+// Tolerances, for a backend whose matmuls round the activations as llama.cpp's CPU does
+// (the CPU backend). f32: the 1e-3. f16/bf16: 2e-2. Quantized types: llama.cpp and
 // inlay quantize the activations the same way (Q8_0 / Q8_K, ggml's rounding) but sum the
 // blocks in different orders (llama.cpp repacks Q4_0/Q4_K rows into interleaved groups on
 // AVX2) and keep the KV cache in f16 (both). Largest errors measured over 3 prompts x
@@ -95,24 +97,33 @@ Stats compare_model(const std::string& name, Tolerance tol) {
 // q4_0 0.030, q4_k_m 0.047, q6_k 0.016, q1_0 0.026. The bounds are 5e-2, and 8e-2 for
 // Q4_K_M (its Q4_K super-blocks carry 6-bit sub-block scales, so one differently rounded
 // activation moves a whole sub-block); a gap of 2x the bound decides top-1.
+//
+// The second set is for a backend with float activations (CUDA: contract()
+// .llamacpp_activations false), whose logits differ from llama.cpp's by llama.cpp's own
+// activation rounding. Measured on an H200 (docs/perf/gpu-runs.md, 2026-12-04, f32 GEMM
+// for prompts): f32 0.0028 (qwen3; summation order and device reductions over logits of
+// ~80), q8_0 0.067, q4_0 0.060, q4_k_m 0.077, q6_k 0.064, q1_0 0.046. Bounds: f32 5e-3,
+// 0.1 for the quantized types and 0.12 for Q4_K_M; f16 3e-2 and bf16 8e-2 (llama.cpp
+// rounds activations to f16 / bf16 for those weights; not yet measured on a GPU, as
+// the bundle of run 1 left those models out).
 TEST_CASE("llama models agree with llama.cpp", "[llamacpp]") {
-    compare_model("llama-r256-f32", {1e-3, 2e-3});
-    compare_model("llama-r256-f16", {2e-2, 4e-2});
-    compare_model("llama-r256-bf16", {2e-2, 4e-2});
-    compare_model("llama-r256-q8_0", {5e-2, 1e-1});
-    compare_model("llama-r256-q4_0", {5e-2, 1e-1});
-    compare_model("llama-r256-q4_k_m", {8e-2, 1.6e-1});
-    compare_model("llama-r256-q6_k", {5e-2, 1e-1});
-    compare_model("llama-r256-q1_0", {5e-2, 1e-1});
+    compare_model("llama-r256-f32", {1e-3, 2e-3}, {5e-3, 1e-2});
+    compare_model("llama-r256-f16", {2e-2, 4e-2}, {3e-2, 6e-2});
+    compare_model("llama-r256-bf16", {2e-2, 4e-2}, {8e-2, 1.6e-1});
+    compare_model("llama-r256-q8_0", {5e-2, 1e-1}, {1e-1, 2e-1});
+    compare_model("llama-r256-q4_0", {5e-2, 1e-1}, {1e-1, 2e-1});
+    compare_model("llama-r256-q4_k_m", {8e-2, 1.6e-1}, {1.2e-1, 2.4e-1});
+    compare_model("llama-r256-q6_k", {5e-2, 1e-1}, {1e-1, 2e-1});
+    compare_model("llama-r256-q1_0", {5e-2, 1e-1}, {1e-1, 2e-1});
 }
 
 TEST_CASE("qwen3 models agree with llama.cpp", "[llamacpp]") {
-    compare_model("qwen3-r256-f32", {1e-3, 2e-3});
-    compare_model("qwen3-r256-f16", {2e-2, 4e-2});
-    compare_model("qwen3-r256-bf16", {2e-2, 4e-2});
-    compare_model("qwen3-r256-q8_0", {5e-2, 1e-1});
-    compare_model("qwen3-r256-q4_0", {5e-2, 1e-1});
-    compare_model("qwen3-r256-q4_k_m", {8e-2, 1.6e-1});
-    compare_model("qwen3-r256-q6_k", {5e-2, 1e-1});
-    compare_model("qwen3-r256-q1_0", {5e-2, 1e-1});
+    compare_model("qwen3-r256-f32", {1e-3, 2e-3}, {5e-3, 1e-2});
+    compare_model("qwen3-r256-f16", {2e-2, 4e-2}, {3e-2, 6e-2});
+    compare_model("qwen3-r256-bf16", {2e-2, 4e-2}, {8e-2, 1.6e-1});
+    compare_model("qwen3-r256-q8_0", {5e-2, 1e-1}, {1e-1, 2e-1});
+    compare_model("qwen3-r256-q4_0", {5e-2, 1e-1}, {1e-1, 2e-1});
+    compare_model("qwen3-r256-q4_k_m", {8e-2, 1.6e-1}, {1.2e-1, 2.4e-1});
+    compare_model("qwen3-r256-q6_k", {5e-2, 1e-1}, {1e-1, 2e-1});
+    compare_model("qwen3-r256-q1_0", {5e-2, 1e-1}, {1e-1, 2e-1});
 }

@@ -77,6 +77,14 @@ inline std::vector<int32_t> reference_greedy(const Model& model, const std::vect
     return out;
 }
 
+// The largest |a[i] - b[i]| (for messages).
+inline double max_abs_difference(const std::vector<float>& a, const std::vector<float>& b) {
+    double worst = 0;
+    for (size_t i = 0; i < std::min(a.size(), b.size()); ++i)
+        worst = std::max(worst, static_cast<double>(std::fabs(a[i] - b[i])));
+    return worst;
+}
+
 // Whether two logit vectors of one sequence (alone, and in some batch) agree as the
 // backend promises: bitwise for a batch-invariant backend, else within its tolerance
 // relative to the largest |logit|.

@@ -489,15 +489,19 @@ TEST_CASE("teacher-forced logits through the engine equal Executor::eval", "[eng
     for (size_t i = 0; i < rows.size(); ++i) rows[i] = static_cast<int32_t>(i);
     std::vector<float> want(tokens.size() * static_cast<size_t>(o.n_vocab));
     ex.eval(*seq, tokens, rows, want.data(), {});
+    // Bitwise on a batch-invariant backend; else within its stated tolerance (the engine's
+    // chunks of 8 and eval's one pass of 30 tokens take different matmul paths there).
+    const BackendContract contract = ex.contract();
     REQUIRE(got.size() == want.size());
-    REQUIRE(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)) == 0);
+    INFO("largest |difference| " << max_abs_difference(got, want) << " (backend " << model->device() << ")");
+    REQUIRE(within_contract(got, want, contract));
     // A second call continues the same conversation.
     const std::vector<int32_t> more{9, 10};
     const auto got2 = s.eval_logits(more);
     std::vector<float> want2(2 * static_cast<size_t>(o.n_vocab));
     const std::vector<int32_t> rows2{0, 1};
     ex.eval(*seq, more, rows2, want2.data(), {});
-    REQUIRE(std::memcmp(got2.data(), want2.data(), want2.size() * sizeof(float)) == 0);
+    REQUIRE(within_contract(got2, want2, contract));
 }
 
 TEST_CASE("seeded sampling gives the same tokens alone and batched", "[engine]") {

@@ -56,3 +56,21 @@ TEST_CASE("a workspace larger than the device's memory is refused before allocat
     CHECK(message.find("forward pass of " + std::to_string(tokens) + " tokens") != std::string::npos);
     CHECK(ex.new_workspace(4096, 128)->max_tokens() == 4096);
 }
+
+TEST_CASE("a budget in bytes is cut at max_blocks; a budget in blocks is not", "[memory]") {
+    KvPoolOptions o;
+    o.budget_bytes = int64_t{1} << 40;
+    o.max_blocks = 1000;
+    CHECK(kv_budget_blocks(o, 4096) == 1000);
+    o.max_blocks = 0;
+    CHECK(kv_budget_blocks(o, 4096) == (int64_t{1} << 28));
+    o.budget_bytes = 0;
+    o.budget_blocks = 5000;
+    o.max_blocks = 1000;
+    CHECK(kv_budget_blocks(o, 4096) == 5000);
+    // The block size changes the block count of a byte budget, not its bytes.
+    o.budget_blocks = 0;
+    o.budget_bytes = 1 << 20;
+    o.max_blocks = kMaxDeviceBudgetBlocks;
+    CHECK(kv_budget_blocks(o, 512) == 2048);
+}

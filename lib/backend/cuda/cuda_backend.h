@@ -120,7 +120,12 @@ public:
     [[nodiscard]] std::string device_name() const { return "cuda:" + std::to_string(device_); }
     // Batch shape changes the reduction (GEMV for a few tokens, cuBLAS beyond), so results
     // are batch dependent within a tolerance (to be measured on a GPU: see docs/perf).
-    [[nodiscard]] BackendContract contract() const { return BackendContract{false, 2e-3}; }
+    // Activations stay float (no Q8 rounding as in llama.cpp's CPU matmuls).
+    [[nodiscard]] BackendContract contract() const {
+        return BackendContract{.batch_invariant = false,
+                               .batch_logit_tolerance = 2e-3,
+                               .llamacpp_activations = false};
+    }
     [[nodiscard]] DeviceMemory memory_info() const;
     [[nodiscard]] const cudaDeviceProp& properties() const { return props_; }
 
