@@ -45,6 +45,9 @@ prepare() {
   done
   cp "$build"/tests/test_capi_* "$bundle/build/tests/"
   cp "$build/tools/inlay" "$bundle/build/tools/"
+  # ptxas's reports, which test_kernels_host reads (INLAY_PTXAS_REPORT_DIR in run()).
+  mkdir -p "$bundle/build/kernels/ptxas"
+  cp "$build"/kernels/ptxas/*.txt "$bundle/build/kernels/ptxas/"
   cp -P "$build"/capi/libinlay.so* "$bundle/build/capi/"
   if [ -d "$build/examples" ]; then
     mkdir -p "$bundle/build/examples"
@@ -64,8 +67,9 @@ prepare() {
   done
   if [ -d "$td/llamacpp-refs" ]; then
     mkdir -p "$bundle/shared/testdata/llamacpp-refs"
-    find "$td/llamacpp-refs" -maxdepth 1 -type f ! -name 'llama-r256-f32.gguf' ! -name '*-bf16.gguf' \
-      ! -name '*-f16.gguf' -exec cp {} "$bundle/shared/testdata/llamacpp-refs/" \;
+    # All but llama's f32 model (6 MiB; qwen3's f32 checks float weights).
+    find "$td/llamacpp-refs" -maxdepth 1 -type f ! -name 'llama-r256-f32.gguf' \
+      -exec cp {} "$bundle/shared/testdata/llamacpp-refs/" \;
   fi
   {
     echo "commit $(git rev-parse HEAD)$(git diff --quiet HEAD || echo ' (with uncommitted changes)')"
@@ -138,6 +142,7 @@ run() {
   export INLAY_SHARED_DIR="$bundle/shared"
   export INLAY_SOURCE_DIR="$root"
   export INLAY_BINARY_DIR="$bundle/build"
+  export INLAY_PTXAS_REPORT_DIR="$bundle/build/kernels/ptxas"
   [ $dry -eq 0 ] && export INLAY_TEST_EXPECT_GPU=1
   # C tests write scratch files under the build directory they were compiled in.
   mkdir -p "$(sed -n 's/^build dir //p' "$bundle/manifest.txt")" 2>/dev/null || true
