@@ -51,6 +51,21 @@ cudaError_t embed_rows(const void* table, WeightFormat format, int64_t n_rows, i
                        const int32_t* ids, int64_t n_tokens, float* out, int64_t out_stride, int* error_flag,
                        cudaStream_t stream);
 
+// Rows 0..n_rows of a table dequantized and rounded to IEEE binary16 (nearest even,
+// saturating at +-65504 so that no infinity reaches a GEMM), for the tensor-core GEMM of
+// large batches: out[r][c] for r < n_rows, c < n_cols, out_stride elements apart. Same
+// argument rules as embed_rows.
+cudaError_t dequantize_rows_f16(const void* table, WeightFormat format, int64_t n_rows, int64_t n_cols,
+                                size_t row_stride_bytes, void* out, int64_t out_stride, cudaStream_t stream);
+
+// Half-precision element types of a tensor-core GEMM's operands.
+enum class HalfType : int { f16, bf16 };
+
+// out[i] = x[i] rounded to nearest even in `type`, for i < n (activations for a
+// tensor-core GEMM). f16 saturates at +-65504 (no infinity from a large activation); NaN
+// stays NaN. x 4-byte aligned, out 2-byte aligned.
+cudaError_t round_to_half(const float* x, int64_t n, HalfType type, void* out, cudaStream_t stream);
+
 // ---------------------------------------------------------------------------------------
 // RMSNorm. out[r][c] = x[r][c] * (1 / sqrt(mean_c(x[r][c]^2) + eps)) * w[c] for
 // r < n_rows, c < n_cols. w: f32[n_cols]. out may be x (same stride) for in place.

@@ -81,14 +81,22 @@ TEST_CASE("every weight type the decoder uses has a device format; activation-on
     REQUIRE_FALSE(weight_format(DType::Q8_1).has_value());
 }
 
-TEST_CASE("matmul paths: GEMV for few tokens, SGEMM for f32, dequantized chunks otherwise", "[cuda_host]") {
+TEST_CASE("matmul paths: GEMV for few tokens, SGEMM for f32, tensor cores on half weights or dequantized chunks",
+          "[cuda_host]") {
     REQUIRE(plan_matmul(DType::Q4_K, 4096, 4096, 1, 0).path == MatmulPath::gemv);
     REQUIRE(plan_matmul(DType::Q4_K, 4096, 4096, kGemvMaxTokens, 0).path == MatmulPath::gemv);
     REQUIRE(plan_matmul(DType::F32, 4096, 4096, 9, 0).path == MatmulPath::gemm_f32);
-    const MatmulPlan p = plan_matmul(DType::Q8_0, 128256, 4096, 512, size_t{16} << 20);
+    REQUIRE(plan_matmul(DType::F16, 4096, 4096, 9, 0).path == MatmulPath::gemm_half);
+    REQUIRE(plan_matmul(DType::BF16, 4096, 4096, 2048, 0).path == MatmulPath::gemm_half);
+    REQUIRE(gemm_half_type(DType::BF16) == cuda::HalfType::bf16);
+    REQUIRE(gemm_half_type(DType::F16) == cuda::HalfType::f16);
+    REQUIRE(gemm_half_type(DType::Q4_K) == cuda::HalfType::f16);
+    const MatmulPlan p = plan_matmul(DType::Q8_0, 128256, 4096, 512, size_t{32} << 20);
     REQUIRE(p.path == MatmulPath::dequant_gemm);
-    REQUIRE(p.rows_per_chunk == (int64_t{16} << 20) / 4096);
-    REQUIRE(plan_matmul(DType::Q8_0, 100, 4096, 512, size_t{16} << 20).rows_per_chunk == 100);
+    REQUIRE(p.rows_per_chunk == (int64_t{32} << 20) / 4096);
+    REQUIRE(plan_matmul(DType::Q8_0, 100, 4096, 512, size_t{32} << 20).rows_per_chunk == 100);  // all rows
+    REQUIRE(plan_matmul(DType::Q4_0, 1000, 4096, 512, 4096 * 13).rows_per_chunk == 8);       // a multiple of 8
+    REQUIRE(plan_matmul(DType::Q4_0, 1000, 4096, 512, 4096 * 5).rows_per_chunk == 5);        // fewer: as many as fit
     REQUIRE(status_of_call([] { (void)plan_matmul(DType::Q8_0, 100, 4096, 512, 100); }) == INLAY_ERR_INTERNAL);
 }
 
@@ -128,6 +136,7 @@ TEST_CASE("cuBLAS is opened on demand, every entry point resolved; failures name
     CHECK(api.set_stream != nullptr);
     CHECK(api.sgemm != nullptr);
     CHECK(api.saxpy != nullptr);
+    CHECK(api.gemm_ex != nullptr);
     CHECK(&cublas() == &api);  // once per process
     CHECK(std::string(cublas_soname()).rfind("libcublas.so.", 0) == 0);
 

@@ -1,7 +1,10 @@
-// embed_rows and gemv against float64 dequantization (reference.cpp, from formats.md).
-// UNVERIFIED until run on a GPU (see gpu_main.cpp).
+// embed_rows, dequantize_rows_f16, round_to_half and gemv against float64 dequantization
+// (reference.cpp, from formats.md).
 #include <algorithm>
 #include <cmath>
+#include <cstring>
+#include <iterator>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -195,4 +198,90 @@ TEST_CASE("gemv equals the float64 dot products for 1..8 tokens in every format"
                     CHECK(bad == 0);
                 }
             }
+}
+
+TEST_CASE("dequantize_rows_f16 gives every format's rows as binary16", "[kernels][gpu][embed]") {
+    const uint64_t seed = test_seed();
+    INFO("seed " << seed);
+    Rng rng(seed);
+    for (WeightFormat f : kFormats)
+        for (int64_t n_cols : test_cols(f))
+            for (bool aligned : {true, false}) {
+                INFO(format_name(f) << ", " << n_cols << " columns, " << (aligned ? "aligned" : "narrow") << " rows");
+                const Table table = make_table(f, 19, n_cols, aligned, rng);
+                const int64_t out_stride = n_cols + 5;
+                DeviceBytes d_table = upload(table.bytes);
+                DeviceBytes d_out(sizeof(uint16_t) * static_cast<size_t>(table.n_rows * out_stride));
+                d_out.poison();  // 0xffff: an f16 NaN
+                CUDA_REQUIRE(dequantize_rows_f16(d_table.get(), f, table.n_rows, n_cols, table.row_stride, d_out.get(),
+                                                 out_stride, nullptr));
+                sync_ok();
+                const std::vector<uint16_t> out = download<uint16_t>(d_out);
+                int bad = 0;
+                for (int64_t r = 0; r < table.n_rows; ++r)
+                    for (int64_t c = 0; c < out_stride; ++c) {
+                        const uint16_t g = out[static_cast<size_t>(r * out_stride + c)];
+                        if (c >= n_cols) {
+                            if (g != 0xffff && bad++ < 5) FAIL_CHECK("padding written at row " << r << " col " << c);
+                            continue;
+                        }
+                        // The f32 value (exact, or within 2^-23 for Q4_K/Q5_K) rounded once to
+                        // f16: exactly the f16 nearest the reference, or (K-quants) one f16
+                        // step from it when the f32 rounding crossed a tie.
+                        const double ref = table.values[static_cast<size_t>(r)][static_cast<size_t>(c)];
+                        const double want = f16_to_double(double_to_f16(ref));
+                        const double got = f16_to_double(g);
+                        const double tol = embed_tolerance(f, ref) > 0 ? std::ldexp(std::fabs(ref), -10) + 0x1p-24 : 0.0;
+                        if (!(std::fabs(got - want) <= tol) && bad++ < 5)
+                            FAIL_CHECK("row " << r << " col " << c << ": " << got << " vs " << want << " (" << ref
+                                              << ")");
+                    }
+                CHECK(bad == 0);
+            }
+}
+
+TEST_CASE("round_to_half rounds to nearest even, f16 saturating, NaN kept", "[kernels][gpu][embed]") {
+    const uint64_t seed = test_seed();
+    INFO("seed " << seed);
+    Rng rng(seed);
+    std::vector<float> x = uniform(1003, -3.0f, 3.0f, rng);
+    const float specials[] = {0.0f,      -0.0f,     1e5f,    -1e5f, 65519.0f, 65520.0f, 3e38f,
+                              1e-8f,     -3e-6f,    1e-30f,  std::numeric_limits<float>::quiet_NaN(),
+                              std::numeric_limits<float>::infinity(), 1.0f + 0x1p-11f, 1.0f + 0x1p-8f};
+    x.insert(x.end(), std::begin(specials), std::end(specials));
+    const auto n = static_cast<int64_t>(x.size());
+    DeviceBytes d_x = upload(x);
+    DeviceBytes d_out(sizeof(uint16_t) * static_cast<size_t>(n + 3));
+    for (HalfType type : {HalfType::f16, HalfType::bf16}) {
+        INFO((type == HalfType::f16 ? "f16" : "bf16"));
+        d_out.poison();
+        CUDA_REQUIRE(round_to_half(d_x.as<float>(), n, type, d_out.get(), nullptr));
+        sync_ok();
+        const std::vector<uint16_t> out = download<uint16_t>(d_out);
+        int bad = 0;
+        for (int64_t i = 0; i < n; ++i) {
+            const float v = x[static_cast<size_t>(i)];
+            const uint16_t g = out[static_cast<size_t>(i)];
+            uint16_t want;
+            if (type == HalfType::f16) {
+                want = double_to_f16(std::isnan(v) ? v : std::clamp<double>(v, -65504.0, 65504.0));
+                if (std::isnan(v)) {  // any NaN
+                    if (!((g & 0x7c00) == 0x7c00 && (g & 0x3ff) != 0) && bad++ < 5) FAIL_CHECK(i << ": NaN lost");
+                    continue;
+                }
+            } else {
+                uint32_t bits;
+                std::memcpy(&bits, &v, sizeof bits);
+                if (std::isnan(v)) {
+                    if (!((g & 0x7f80) == 0x7f80 && (g & 0x7f) != 0) && bad++ < 5) FAIL_CHECK(i << ": NaN lost");
+                    continue;
+                }
+                want = static_cast<uint16_t>((bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16);
+            }
+            if (g != want && bad++ < 5) FAIL_CHECK(i << ": " << v << " gave 0x" << std::hex << g << " not 0x" << want);
+        }
+        for (int64_t i = n; i < n + 3; ++i)
+            if (out[static_cast<size_t>(i)] != 0xffff && bad++ < 5) FAIL_CHECK("written past the end at " << i);
+        CHECK(bad == 0);
+    }
 }

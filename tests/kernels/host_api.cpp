@@ -128,6 +128,25 @@ TEST_CASE("launchers reject bad arguments before launching", "[kernels][api]") {
               cudaErrorInvalidValue);  // out_stride
         CHECK(embed_rows(f, WeightFormat::q4_k, 4, 256, 144, fake_ints, 0, f, 256, nullptr, nullptr) == cudaSuccess);
     }
+    SECTION("dequantize_rows_f16 and round_to_half") {
+        CHECK(dequantize_rows_f16(f, WeightFormat::q4_k, 4, 100, 144, f, 100, nullptr) ==
+              cudaErrorInvalidValue);  // 100 % 256
+        CHECK(dequantize_rows_f16(f, WeightFormat::q4_k, 4, 256, 144, f, 255, nullptr) ==
+              cudaErrorInvalidValue);  // out_stride
+        CHECK(dequantize_rows_f16(f, WeightFormat::q4_k, 4, 256, 143, f, 256, nullptr) ==
+              cudaErrorInvalidValue);  // stride < row
+        CHECK(dequantize_rows_f16(f, WeightFormat::q4_k, 4, 256, 144, nullptr, 256, nullptr) == cudaErrorInvalidValue);
+        CHECK(dequantize_rows_f16(f, WeightFormat::q4_k, 4, 256, 144, reinterpret_cast<char*>(f) + 1, 256, nullptr) ==
+              cudaErrorInvalidValue);  // out alignment
+        CHECK(dequantize_rows_f16(f, WeightFormat::q4_k, 0, 256, 144, f, 256, nullptr) ==
+              cudaErrorInvalidValue);  // no rows
+        CHECK(dequantize_rows_f16(f, WeightFormat::q4_k, 4, 0, 144, f, 0, nullptr) == cudaSuccess);  // nothing to do
+        CHECK(round_to_half(f, -1, HalfType::f16, f, nullptr) == cudaErrorInvalidValue);
+        CHECK(round_to_half(nullptr, 4, HalfType::f16, f, nullptr) == cudaErrorInvalidValue);
+        CHECK(round_to_half(f, 4, HalfType::bf16, reinterpret_cast<char*>(f) + 1, nullptr) == cudaErrorInvalidValue);
+        CHECK(round_to_half(f, 4, static_cast<HalfType>(5), f, nullptr) == cudaErrorInvalidValue);
+        CHECK(round_to_half(f, 0, HalfType::f16, f, nullptr) == cudaSuccess);
+    }
     SECTION("norms and swiglu") {
         CHECK(rms_norm(f, 7, f, 2, 8, 1e-6f, f, 8, nullptr) == cudaErrorInvalidValue);  // x_stride < n_cols
         CHECK(add_rms_norm(f, 8, nullptr, 8, f, 2, 8, 1e-6f, f, 8, nullptr) == cudaErrorInvalidValue);

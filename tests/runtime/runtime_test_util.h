@@ -85,6 +85,13 @@ inline double max_abs_difference(const std::vector<float>& a, const std::vector<
     return worst;
 }
 
+// max |a[i] - b[i]| relative to the largest |a[i]| (at least 1), as within_contract measures.
+inline double relative_difference(const std::vector<float>& a, const std::vector<float>& b) {
+    double scale = 1.0;
+    for (const float v : a) scale = std::max(scale, static_cast<double>(std::fabs(v)));
+    return max_abs_difference(a, b) / scale;
+}
+
 // Whether two logit vectors of one sequence (alone, and in some batch) agree as the
 // backend promises: bitwise for a batch-invariant backend, else within its tolerance
 // relative to the largest |logit|.

@@ -21,6 +21,10 @@ struct CublasApi {
     decltype(&cublasSetStream_v2) set_stream = nullptr;
     decltype(&cublasSgemm_v2) sgemm = nullptr;
     decltype(&cublasSaxpy_v2) saxpy = nullptr;
+    // Spelt out: in C++ cublas_api.h overloads cublasGemmEx with an inline wrapper.
+    cublasStatus_t (*gemm_ex)(cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int, int, const void*,
+                              const void*, cudaDataType, int, const void*, cudaDataType, int, const void*, void*,
+                              cudaDataType, int, cublasComputeType_t, cublasGemmAlgo_t) = nullptr;
 };
 
 // The soname this build was compiled against ("libcublas.so.13").

@@ -163,17 +163,11 @@ CudaBackend::Scratch CudaBackend::alloc_scratch(const ScratchShape& shape) {
         s.attention_tokens, static_cast<int32_t>(shape.n_heads), static_cast<int32_t>(shape.head_dim), s.max_splits)));
     s.up = alloc(shape.max_tokens * shape.n_ff);
     if (shape.max_tokens > cuda_backend::kGemvMaxTokens) {
-        constexpr int64_t kDequantFloats = int64_t{16} << 20;  // 64 MiB of f32 rows per cuBLAS call
-        constexpr int64_t kIota = int64_t{1} << 18;
-        s.dequant = alloc(kDequantFloats);
-        std::vector<int32_t> ids(static_cast<size_t>(kIota));
-        for (size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<int32_t>(i);
-        s.iota = device_alloc(ids.size() * sizeof(int32_t), "row ids");
-        check_cuda(cudaMemcpyAsync(s.iota.get(), ids.data(), ids.size() * sizeof(int32_t), cudaMemcpyHostToDevice,
-                                   stream_),
-                   "cudaMemcpyAsync (row ids)");
-        check_cuda(cudaStreamSynchronize(stream_), "cudaStreamSynchronize (row ids)");
-        s.iota_n = kIota;
+        constexpr int64_t kDequantHalves = int64_t{32} << 20;  // 64 MiB of f16 rows per GEMM
+        s.half_x_elems = shape.max_tokens * shape.max_in;
+        s.half_x = cuda_backend::device_alloc(static_cast<size_t>(s.half_x_elems) * 2, "half activations");
+        s.dequant = cuda_backend::device_alloc(static_cast<size_t>(kDequantHalves) * 2, "dequantized rows");
+        s.dequant_halves = kDequantHalves;
     }
     return s;
 }

@@ -1,6 +1,7 @@
 // CudaBackend's ops: each checks its sizes on the host, enqueues kernels of
 // kernels/cuda (or cuBLAS) on the backend's stream and returns without waiting.
 #include <algorithm>
+#include <optional>
 
 #include "backend/common/op_checks.h"
 #include "backend/cuda/cuda_backend.h"
@@ -68,42 +69,67 @@ void CudaBackend::add_rms_norm(Buffer& x, const Buffer& y, const Weight& weight,
 }
 
 void CudaBackend::matmul(const Weight& w, const Buffer& x, int64_t n_tokens, Buffer& y, Scratch& scratch) {
+    require_size(y, n_tokens * w.n_rows, "matmul", "y");
+    std::optional<cuda::HalfType> rounded;
+    matmul_into(w, x, n_tokens, y.ptr(), scratch, rounded);
+}
+
+void CudaBackend::matmul_into(const Weight& w, const Buffer& x, int64_t n_tokens, float* y, Scratch& scratch,
+                              std::optional<cuda::HalfType>& rounded) {
     const int64_t n_in = w.n_cols, n_out = w.n_rows;
     require_size(x, n_tokens * n_in, "matmul", "x");
-    require_size(y, n_tokens * n_out, "matmul", "y");
     if (n_tokens == 0) return;
     make_current();
     const cuda_backend::MatmulPlan plan =
-        cuda_backend::plan_matmul(w.type, n_out, n_in, n_tokens, std::min<size_t>(scratch.dequant.size(),
-                                                                                  static_cast<size_t>(scratch.iota_n) * static_cast<size_t>(n_in)));
+        cuda_backend::plan_matmul(w.type, n_out, n_in, n_tokens, static_cast<size_t>(scratch.dequant_halves));
     const float one = 1.0f, zero = 0.0f;
+    const int m = static_cast<int>(n_out), n = static_cast<int>(n_tokens), k = static_cast<int>(n_in);
+    // x rounded once per op into scratch.half_x.
+    auto round_x = [&](cuda::HalfType type) {
+        if (rounded == type) return;
+        if (n_tokens * n_in > scratch.half_x_elems)
+            fail(INLAY_ERR_INTERNAL, "CudaBackend::matmul: the half-activation scratch holds {} elements, needs {}",
+                 scratch.half_x_elems, n_tokens * n_in);
+        check_cuda(cuda::round_to_half(x.ptr(), n_tokens * n_in, type, scratch.half_x.get(), stream_), "round_to_half");
+        rounded = type;
+    };
+    // C[rows][n_tokens] (column-major, ldc n_out) = A^T x for `rows` rows of a
+    // row-major half matrix A (lda elements apart): tensor cores, f32 accumulation.
+    auto gemm_half = [&](const void* a, int lda, cuda::HalfType type, int rows, float* c) {
+        const cudaDataType t = type == cuda::HalfType::bf16 ? CUDA_R_16BF : CUDA_R_16F;
+        check_cublas(blas_->gemm_ex(cublas_, CUBLAS_OP_T, CUBLAS_OP_N, rows, n, k, &one, a, t, lda,
+                                    scratch.half_x.get(), t, k, &zero, c, CUDA_R_32F, m, CUBLAS_COMPUTE_32F,
+                                    CUBLAS_GEMM_DEFAULT),
+                     "cublasGemmEx");
+    };
     switch (plan.path) {
         case cuda_backend::MatmulPath::gemv:
             check_cuda(cuda::gemv(w.data(), format_of(w), n_out, n_in, w.row_stride, x.ptr(), n_in,
-                                  static_cast<int32_t>(n_tokens), y.ptr(), n_out, stream_),
+                                  static_cast<int32_t>(n_tokens), y, n_out, stream_),
                        "gemv");
             return;
         case cuda_backend::MatmulPath::gemm_f32:
             // Row-major W [n_out][n_in] is column-major W^T; Y^T = W X^T in column-major.
-            check_cublas(blas_->sgemm(cublas_, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(n_out),
-                                     static_cast<int>(n_tokens), static_cast<int>(n_in), &one,
-                                     static_cast<const float*>(w.data()), static_cast<int>(w.row_stride / sizeof(float)),
-                                     x.ptr(), static_cast<int>(n_in), &zero, y.ptr(), static_cast<int>(n_out)),
+            check_cublas(blas_->sgemm(cublas_, CUBLAS_OP_T, CUBLAS_OP_N, m, n, k, &one,
+                                      static_cast<const float*>(w.data()), static_cast<int>(w.row_stride / sizeof(float)),
+                                      x.ptr(), k, &zero, y, m),
                          "cublasSgemm");
             return;
+        case cuda_backend::MatmulPath::gemm_half: {
+            const cuda::HalfType type = cuda_backend::gemm_half_type(w.type);
+            round_x(type);
+            gemm_half(w.data(), static_cast<int>(w.row_stride / 2), type, m, y);
+            return;
+        }
         case cuda_backend::MatmulPath::dequant_gemm:
+            round_x(cuda::HalfType::f16);
             for (int64_t r0 = 0; r0 < n_out; r0 += plan.rows_per_chunk) {
                 const int64_t nr = std::min(plan.rows_per_chunk, n_out - r0);
                 const auto* rows = static_cast<const std::byte*>(w.data()) + static_cast<size_t>(r0) * w.row_stride;
-                check_cuda(cuda::embed_rows(rows, format_of(w), nr, n_in, w.row_stride,
-                                            static_cast<const int32_t*>(scratch.iota.get()), nr, scratch.dequant.ptr(),
-                                            n_in, nullptr, stream_),
-                           "embed_rows (dequantize)");
-                check_cublas(blas_->sgemm(cublas_, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(nr),
-                                         static_cast<int>(n_tokens), static_cast<int>(n_in), &one,
-                                         scratch.dequant.ptr(), static_cast<int>(n_in), x.ptr(), static_cast<int>(n_in),
-                                         &zero, y.ptr() + r0, static_cast<int>(n_out)),
-                             "cublasSgemm");
+                check_cuda(cuda::dequantize_rows_f16(rows, format_of(w), nr, n_in, w.row_stride, scratch.dequant.get(),
+                                                     n_in, stream_),
+                           "dequantize_rows_f16");
+                gemm_half(scratch.dequant.get(), k, cuda::HalfType::f16, static_cast<int>(nr), y + r0);
             }
             return;
     }
@@ -115,18 +141,24 @@ void CudaBackend::matmul_swiglu(const Weight& gate, const Weight& up, const Buff
         fail(INLAY_ERR_INTERNAL, "matmul_swiglu: gate {}x{} and up {}x{} differ", gate.n_rows, gate.n_cols, up.n_rows,
              up.n_cols);
     require_size(scratch.up, n_tokens * up.n_rows, "matmul_swiglu", "scratch");
-    matmul(gate, x, n_tokens, out, scratch);
-    matmul(up, x, n_tokens, scratch.up, scratch);
+    require_size(out, n_tokens * gate.n_rows, "matmul_swiglu", "out");
+    std::optional<cuda::HalfType> rounded;
+    matmul_into(gate, x, n_tokens, out.ptr(), scratch, rounded);
+    matmul_into(up, x, n_tokens, scratch.up.ptr(), scratch, rounded);
     check_cuda(cuda::swiglu(out.ptr(), scratch.up.ptr(), n_tokens * up.n_rows, stream_), "swiglu");
 }
 
-// Three products one after the other on the stream (one GEMV reading the input once
-// for all three is later work).
+// Three products one after the other on the stream, x rounded once for all three on the
+// tensor-core paths (one GEMV reading the input once for all three is later work).
 void CudaBackend::matmul_qkv(const Weight& wq, const Weight& wk, const Weight& wv, const Buffer& x, int64_t n_tokens,
                              Buffer& q, Buffer& k, Buffer& v, Scratch& scratch) {
-    matmul(wq, x, n_tokens, q, scratch);
-    matmul(wk, x, n_tokens, k, scratch);
-    matmul(wv, x, n_tokens, v, scratch);
+    require_size(q, n_tokens * wq.n_rows, "matmul_qkv", "q");
+    require_size(k, n_tokens * wk.n_rows, "matmul_qkv", "k");
+    require_size(v, n_tokens * wv.n_rows, "matmul_qkv", "v");
+    std::optional<cuda::HalfType> rounded;
+    matmul_into(wq, x, n_tokens, q.ptr(), scratch, rounded);
+    matmul_into(wk, x, n_tokens, k.ptr(), scratch, rounded);
+    matmul_into(wv, x, n_tokens, v.ptr(), scratch, rounded);
 }
 
 void CudaBackend::rope_kv_append(Buffer& q, Buffer& k, const Buffer& v, const Weight* q_norm, const Weight* k_norm,

@@ -58,14 +58,21 @@ std::optional<cuda::WeightFormat> weight_format(DType type) {
     }
 }
 
-MatmulPlan plan_matmul(DType weight, int64_t n_rows, int64_t n_cols, int64_t n_tokens, size_t scratch_floats) {
+MatmulPlan plan_matmul(DType weight, int64_t n_rows, int64_t n_cols, int64_t n_tokens, size_t scratch_halves) {
     if (n_tokens <= kGemvMaxTokens) return MatmulPlan{MatmulPath::gemv, 0};
     if (weight == DType::F32) return MatmulPlan{MatmulPath::gemm_f32, 0};
-    const auto rows = static_cast<int64_t>(scratch_floats / static_cast<size_t>(std::max<int64_t>(n_cols, 1)));
+    if (weight == DType::F16 || weight == DType::BF16) return MatmulPlan{MatmulPath::gemm_half, 0};
+    int64_t rows = static_cast<int64_t>(scratch_halves / static_cast<size_t>(std::max<int64_t>(n_cols, 1)));
     if (rows < 1)
-        fail(INLAY_ERR_INTERNAL, "matmul: a dequantization scratch of {} floats holds no row of {}", scratch_floats,
+        fail(INLAY_ERR_INTERNAL, "matmul: a dequantization scratch of {} halves holds no row of {}", scratch_halves,
              n_cols);
-    return MatmulPlan{MatmulPath::dequant_gemm, std::min(rows, n_rows)};
+    if (rows >= n_rows) return MatmulPlan{MatmulPath::dequant_gemm, n_rows};
+    if (rows >= 8) rows -= rows % 8;
+    return MatmulPlan{MatmulPath::dequant_gemm, rows};
+}
+
+cuda::HalfType gemm_half_type(DType weight) {
+    return weight == DType::BF16 ? cuda::HalfType::bf16 : cuda::HalfType::f16;
 }
 
 }  // namespace inlay::cuda_backend

@@ -29,7 +29,10 @@ std::optional<cuda::WeightFormat> weight_format(DType type);
 enum class MatmulPath {
     gemv,          // few tokens: the fused dequantize-GEMV kernel, each weight byte read once
     gemm_f32,      // f32 weights: cuBLAS SGEMM on the stored matrix
-    dequant_gemm,  // other formats: rows dequantized to f32 scratch in chunks, then SGEMM
+    gemm_half,     // f16/bf16 weights: tensor-core GEMM (cublasGemmEx, f32 accumulation) on
+                   // the stored matrix, activations rounded to the weights' type
+    dequant_gemm,  // other formats: rows dequantized to f16 scratch in chunks, activations
+                   // rounded to f16, then the same tensor-core GEMM per chunk
 };
 struct MatmulPlan {
     MatmulPath path = MatmulPath::gemv;
@@ -37,7 +40,12 @@ struct MatmulPlan {
 };
 // The largest token count the GEMV kernel takes in one launch.
 inline constexpr int64_t kGemvMaxTokens = 8;
+// `scratch_halves`: the f16 elements the dequantization scratch holds. Chunks are a
+// multiple of 8 rows when they can be (16-byte aligned operands for the tensor cores).
 // Throws INLAY_ERR_INTERNAL when dequant_gemm is needed and the scratch holds no row.
-MatmulPlan plan_matmul(DType weight, int64_t n_rows, int64_t n_cols, int64_t n_tokens, size_t scratch_floats);
+MatmulPlan plan_matmul(DType weight, int64_t n_rows, int64_t n_cols, int64_t n_tokens, size_t scratch_halves);
+// The half type the activations are rounded to on the tensor-core paths: bf16 for bf16
+// weights (as llama.cpp rounds them), f16 otherwise.
+cuda::HalfType gemm_half_type(DType weight);
 
 }  // namespace inlay::cuda_backend
