@@ -45,7 +45,7 @@ __global__ void __launch_bounds__(kThreads) embed_kernel(const EmbedArgs a) {
             const long long blk = u / F::kUnits;
             const int ui = static_cast<int>(u % F::kUnits);
             float w[kW];
-            F::decode(row + blk * F::kBlockBytes, ui, a.wide, w);
+            dev::decode_unit<F>(row + blk * F::kBlockBytes, ui, a.wide, w);
             Out* ob = o + blk * F::kBlockElems;
 #pragma unroll
             for (int r = 0; r < F::kRuns; ++r) {

@@ -12,7 +12,11 @@
 //                              16-byte aligned (decode's `wide`; otherwise 2-byte loads)
 //   kScalarTail                f32/f16/bf16: a row may end with n_cols % kBlockElems
 //                              columns, read one at a time with elem(row, col)
-//   decode(block, unit, wide, w)   w[r * kRunLen + i] = weight of column run_col(unit, r) + i
+//   Raw, load(block, unit, wide)   the unit's bytes (and scales) in registers: loads only,
+//                              so that a kernel can issue several units' loads before it
+//                              decodes any (memory-level parallelism in the GEMV)
+//   decode(raw, unit, w)       w[r * kRunLen + i] = weight of column run_col(unit, r) + i
+// decode_unit<F>(block, unit, wide, w) below does both at once.
 // Block layouts are GGUF's (shared/docs/formats.md). Values are exact f32 products of the
 // f16 scale and the level, except Q4_K/Q5_K: fmaf(d*sc, q, -(dmin*m)), one rounding.
 #pragma once
@@ -75,17 +79,17 @@ struct FmtF32 {
     static constexpr int kElemBytes = 4;
     static constexpr bool kCanWide = true, kScalarTail = true;
     __device__ static int run_col(int, int) { return 0; }
-    __device__ static void decode(const unsigned char* b, int, bool wide, float (&w)[4]) {
-        if (wide) {
-            const uint4 v = ld_u128(b);
-            w[0] = __uint_as_float(v.x);
-            w[1] = __uint_as_float(v.y);
-            w[2] = __uint_as_float(v.z);
-            w[3] = __uint_as_float(v.w);
-        } else {
+    using Raw = Words4;
+    __device__ static Raw load(const unsigned char* b, int, bool wide) {
+        if (wide) return load16(b, true);
+        Raw r;
 #pragma unroll
-            for (int i = 0; i < 4; ++i) w[i] = __uint_as_float(ld_u32(b + 4 * i));
-        }
+        for (int i = 0; i < 4; ++i) r.w[i] = ld_u32(b + 4 * i);
+        return r;
+    }
+    __device__ static void decode(const Raw& r, int, float (&w)[4]) {
+#pragma unroll
+        for (int i = 0; i < 4; ++i) w[i] = __uint_as_float(r.w[i]);
     }
     __device__ static float elem(const unsigned char* row, long long col) {
         return __uint_as_float(ld_u32(row + 4 * col));
@@ -99,8 +103,9 @@ struct FmtHalf {
     static constexpr bool kCanWide = true, kScalarTail = true;
     __device__ static float cvt(unsigned short h) { return BF16 ? bf16_to_f32(h) : f16_to_f32(h); }
     __device__ static int run_col(int, int) { return 0; }
-    __device__ static void decode(const unsigned char* b, int, bool wide, float (&w)[8]) {
-        const Words4 q = load16(b, wide);
+    using Raw = Words4;
+    __device__ static Raw load(const unsigned char* b, int, bool wide) { return load16(b, wide); }
+    __device__ static void decode(const Raw& q, int, float (&w)[8]) {
 #pragma unroll
         for (int i = 0; i < 8; ++i) w[i] = cvt(static_cast<unsigned short>(q.w[i / 2] >> (16 * (i % 2))));
     }
@@ -118,11 +123,15 @@ struct FmtQ8_0 {
     static constexpr int kBlockElems = 32, kBlockBytes = 34, kUnits = 2, kRuns = 1, kRunLen = 16;
     static constexpr bool kCanWide = false, kScalarTail = false;
     __device__ static int run_col(int u, int) { return 16 * u; }
-    __device__ static void decode(const unsigned char* b, int u, bool, float (&w)[16]) {
-        const float d = f16_to_f32(ld_u16(b));
-        const Words4 q = load16(b + 2 + 16 * u, false);
+    struct Raw {
+        unsigned short d;
+        Words4 q;
+    };
+    __device__ static Raw load(const unsigned char* b, int u, bool) { return Raw{ld_u16(b), load16(b + 2 + 16 * u, false)}; }
+    __device__ static void decode(const Raw& r, int, float (&w)[16]) {
+        const float d = f16_to_f32(r.d);
 #pragma unroll
-        for (int i = 0; i < 16; ++i) w[i] = d * static_cast<float>(static_cast<signed char>(byte16(q, i)));
+        for (int i = 0; i < 16; ++i) w[i] = d * static_cast<float>(static_cast<signed char>(byte16(r.q, i)));
     }
 };
 
@@ -132,12 +141,18 @@ struct FmtQ4_0 {
     static constexpr int kBlockElems = 32, kBlockBytes = 18, kUnits = 2, kRuns = 2, kRunLen = 8;
     static constexpr bool kCanWide = false, kScalarTail = false;
     __device__ static int run_col(int u, int r) { return 8 * u + 16 * r; }
-    __device__ static void decode(const unsigned char* b, int u, bool, float (&w)[16]) {
-        const float d = f16_to_f32(ld_u16(b));
-        const unsigned q0 = ld_u32_a2(b + 2 + 8 * u), q1 = ld_u32_a2(b + 6 + 8 * u);
+    struct Raw {
+        unsigned short d;
+        unsigned q0, q1;
+    };
+    __device__ static Raw load(const unsigned char* b, int u, bool) {
+        return Raw{ld_u16(b), ld_u32_a2(b + 2 + 8 * u), ld_u32_a2(b + 6 + 8 * u)};
+    }
+    __device__ static void decode(const Raw& r, int, float (&w)[16]) {
+        const float d = f16_to_f32(r.d);
 #pragma unroll
         for (int i = 0; i < 8; ++i) {
-            const unsigned byte = byte_of(i < 4 ? q0 : q1, i % 4);
+            const unsigned byte = byte_of(i < 4 ? r.q0 : r.q1, i % 4);
             w[i] = d * static_cast<float>(static_cast<int>(byte & 15u) - 8);
             w[8 + i] = d * static_cast<float>(static_cast<int>(byte >> 4) - 8);
         }
@@ -150,11 +165,15 @@ struct FmtQ1_0 {
     static constexpr int kBlockElems = 128, kBlockBytes = 18, kUnits = 4, kRuns = 1, kRunLen = 32;
     static constexpr bool kCanWide = false, kScalarTail = false;
     __device__ static int run_col(int u, int) { return 32 * u; }
-    __device__ static void decode(const unsigned char* b, int u, bool, float (&w)[32]) {
-        const float d = f16_to_f32(ld_u16(b));
-        const unsigned bits = ld_u32_a2(b + 2 + 4 * u);
+    struct Raw {
+        unsigned short d;
+        unsigned bits;
+    };
+    __device__ static Raw load(const unsigned char* b, int u, bool) { return Raw{ld_u16(b), ld_u32_a2(b + 2 + 4 * u)}; }
+    __device__ static void decode(const Raw& r, int, float (&w)[32]) {
+        const float d = f16_to_f32(r.d);
 #pragma unroll
-        for (int i = 0; i < 32; ++i) w[i] = ((bits >> i) & 1u) ? d : -d;
+        for (int i = 0; i < 32; ++i) w[i] = ((r.bits >> i) & 1u) ? d : -d;
     }
 };
 
@@ -167,19 +186,25 @@ struct FmtQ4_K {
     static constexpr int kBlockElems = 256, kBlockBytes = 144, kUnits = 8, kRuns = 2, kRunLen = 16;
     static constexpr bool kCanWide = true, kScalarTail = false;
     __device__ static int run_col(int u, int r) { return 64 * (u / 2) + 32 * r + 16 * (u % 2); }
-    __device__ static void decode(const unsigned char* b, int u, bool wide, float (&w)[32]) {
+    struct Raw {
+        Words4 h;  // d, dmin | scales[0..11]
+        Words4 q;
+    };
+    __device__ static Raw load(const unsigned char* b, int u, bool wide) {
+        return Raw{load16(b, wide), load16(b + 16 + 32 * (u / 2) + 16 * (u % 2), wide)};
+    }
+    __device__ static void decode(const Raw& r, int u, float (&w)[32]) {
         const int c = u / 2;
-        const Words4 h = load16(b, wide);  // d, dmin | scales[0..11]
+        const Words4& h = r.h;
         const float d = f16_to_f32(static_cast<unsigned short>(h.w[0] & 0xffffu));
         const float dmin = f16_to_f32(static_cast<unsigned short>(h.w[0] >> 16));
         float sc0, m0, sc1, m1;
         k_scale_min(h.w[1], h.w[2], h.w[3], 2 * c, sc0, m0);
         k_scale_min(h.w[1], h.w[2], h.w[3], 2 * c + 1, sc1, m1);
         const float a0 = d * sc0, b0 = dmin * m0, a1 = d * sc1, b1 = dmin * m1;
-        const Words4 q = load16(b + 16 + 32 * c + 16 * (u % 2), wide);
 #pragma unroll
         for (int i = 0; i < 16; ++i) {
-            const unsigned byte = byte16(q, i);
+            const unsigned byte = byte16(r.q, i);
             w[i] = fmaf(a0, static_cast<float>(byte & 15u), -b0);
             w[16 + i] = fmaf(a1, static_cast<float>(byte >> 4), -b1);
         }
@@ -192,20 +217,24 @@ struct FmtQ5_K {
     static constexpr int kBlockElems = 256, kBlockBytes = 176, kUnits = 8, kRuns = 2, kRunLen = 16;
     static constexpr bool kCanWide = true, kScalarTail = false;
     __device__ static int run_col(int u, int r) { return 64 * (u / 2) + 32 * r + 16 * (u % 2); }
-    __device__ static void decode(const unsigned char* b, int u, bool wide, float (&w)[32]) {
+    struct Raw {
+        Words4 h, qh, q;
+    };
+    __device__ static Raw load(const unsigned char* b, int u, bool wide) {
+        return Raw{load16(b, wide), load16(b + 16 + 16 * (u % 2), wide), load16(b + 48 + 32 * (u / 2) + 16 * (u % 2), wide)};
+    }
+    __device__ static void decode(const Raw& r, int u, float (&w)[32]) {
         const int c = u / 2;
-        const Words4 h = load16(b, wide);
+        const Words4& h = r.h;
         const float d = f16_to_f32(static_cast<unsigned short>(h.w[0] & 0xffffu));
         const float dmin = f16_to_f32(static_cast<unsigned short>(h.w[0] >> 16));
         float sc0, m0, sc1, m1;
         k_scale_min(h.w[1], h.w[2], h.w[3], 2 * c, sc0, m0);
         k_scale_min(h.w[1], h.w[2], h.w[3], 2 * c + 1, sc1, m1);
         const float a0 = d * sc0, b0 = dmin * m0, a1 = d * sc1, b1 = dmin * m1;
-        const Words4 qh = load16(b + 16 + 16 * (u % 2), wide);
-        const Words4 q = load16(b + 48 + 32 * c + 16 * (u % 2), wide);
 #pragma unroll
         for (int i = 0; i < 16; ++i) {
-            const unsigned byte = byte16(q, i), hb = byte16(qh, i);
+            const unsigned byte = byte16(r.q, i), hb = byte16(r.qh, i);
             const unsigned lo = (byte & 15u) | (((hb >> (2 * c)) & 1u) << 4);
             const unsigned hi = (byte >> 4) | (((hb >> (2 * c + 1)) & 1u) << 4);
             w[i] = fmaf(a0, static_cast<float>(lo), -b0);
@@ -225,16 +254,24 @@ struct FmtQ6_K {
     static constexpr int kBlockElems = 256, kBlockBytes = 210, kUnits = 8, kRuns = 4, kRunLen = 8;
     static constexpr bool kCanWide = false, kScalarTail = false;
     __device__ static int run_col(int u, int r) { return 128 * (u / 4) + 8 * (u % 4) + 32 * r; }
-    __device__ static void decode(const unsigned char* b, int u, bool, float (&w)[32]) {
+    struct Raw {
+        unsigned a0, a1, b0, b1, h0, h1, s0, s1;
+        unsigned short d;
+    };
+    __device__ static Raw load(const unsigned char* b, int u, bool) {
         const int h = u / 4, l0 = 8 * (u % 4);
         const unsigned char* ql = b + 64 * h + l0;
         const unsigned char* qh = b + 128 + 32 * h + l0;
-        const unsigned a0 = ld_u32_a2(ql), a1 = ld_u32_a2(ql + 4);
-        const unsigned b0 = ld_u32_a2(ql + 32), b1 = ld_u32_a2(ql + 36);
-        const unsigned h0 = ld_u32_a2(qh), h1 = ld_u32_a2(qh + 4);
-        // scales[8h .. 8h+7]; run r uses index 8h + 2r + l0/16.
-        const unsigned s0 = ld_u32_a2(b + 192 + 8 * h), s1 = ld_u32_a2(b + 196 + 8 * h);
-        const float d = f16_to_f32(ld_u16(b + 208));
+        // scales[8h .. 8h+7] in s0, s1; run r uses index 8h + 2r + l0/16.
+        return Raw{ld_u32_a2(ql),      ld_u32_a2(ql + 4),  ld_u32_a2(ql + 32),         ld_u32_a2(ql + 36),
+                   ld_u32_a2(qh),      ld_u32_a2(qh + 4),  ld_u32_a2(b + 192 + 8 * h), ld_u32_a2(b + 196 + 8 * h),
+                   ld_u16(b + 208)};
+    }
+    __device__ static void decode(const Raw& raw, int u, float (&w)[32]) {
+        const int l0 = 8 * (u % 4);
+        const unsigned a0 = raw.a0, a1 = raw.a1, b0 = raw.b0, b1 = raw.b1, h0 = raw.h0, h1 = raw.h1;
+        const unsigned s0 = raw.s0, s1 = raw.s1;
+        const float d = f16_to_f32(raw.d);
         const int hi = l0 / 16;
         float ds[4];
 #pragma unroll
@@ -258,6 +295,13 @@ struct FmtQ6_K {
         }
     }
 };
+
+// Load and decode one unit (embed_rows: one unit per thread, nothing to overlap).
+template <class F>
+__device__ __forceinline__ void decode_unit(const unsigned char* block, int unit, bool wide,
+                                            float (&w)[F::kRuns * F::kRunLen]) {
+    F::decode(F::load(block, unit, wide), unit, w);
+}
 
 }  // namespace dev
 }  // namespace cuda
