@@ -196,8 +196,24 @@ run() {
     [ $dry -eq 1 ] && qshape=tiny
     run_step "bench_${qshape}_q1_0" 90 "$bundle/build/tools/inlay" bench --synthetic "$qshape" --dtype q1_0 \
       --device "$bdev" -p 512 -n 64 --batch 1 -r 3 --json
+    [ -s "$out/bench_${qshape}_q1_0.log" ] && grep '^{' "$out/bench_${qshape}_q1_0.log" >"$out/bench_${qshape}_q1_0.json"
   else
     echo "| bench | not built | 0 | inlay bench --synthetic does not exist yet |" >>"$table"
+  fi
+  # Where decode time goes: every kernel's duration under Nsight Compute (one metric, the
+  # first 1500 launches: an 8-token prompt on the GEMV path and the first decode steps),
+  # summed per kernel by scripts/ncu-summary.py into profile_*.md.
+  local ncu
+  ncu=$(command -v ncu || ls /usr/local/cuda/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1 || true)
+  if [ $dry -eq 0 ] && [ -n "$ncu" ]; then
+    local pshape pdtype
+    for pshape in qwen3-8b:q1_0 llama3-8b:q4_k; do
+      pdtype=${pshape#*:} pshape=${pshape%%:*}
+      run_step "profile_${pshape}_$pdtype" 120 "$ncu" --clock-control none --metrics gpu__time_duration.sum --csv \
+        --print-units base --launch-count 1500 "$bundle/build/tools/inlay" bench --synthetic "$pshape" \
+        --dtype "$pdtype" --device cuda -p 8 -n 8 --batch 1 -r 1
+      python3 "$root/scripts/ncu-summary.py" "$out/profile_${pshape}_$pdtype.log" >"$out/profile_${pshape}_$pdtype.md" 2>&1
+    done
   fi
   # Bad memory accesses that the numbers do not show: the kernels' tests under memcheck,
   # when the budget has room and the tool is there.
