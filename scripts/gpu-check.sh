@@ -184,9 +184,11 @@ run() {
     --device "$([ $dry -eq 1 ] && echo cpu || echo cuda)" --json
   # The GPU benchmark: synthetic weights made on the device from a shape name.
   # (A dry run benchmarks the tiny shape on the CPU: the same code, in seconds.)
+  local bdev=cuda
+  [ $dry -eq 1 ] && bdev=cpu
   if "$bundle/build/tools/inlay" bench --help 2>/dev/null | grep -q -- --synthetic; then
-    local shape=llama3-8b bdev=cuda
-    [ $dry -eq 1 ] && shape=tiny bdev=cpu
+    local shape=llama3-8b
+    [ $dry -eq 1 ] && shape=tiny
     for dtype in f16 q8_0 q4_k; do
       run_step "bench_${shape}_$dtype" 90 "$bundle/build/tools/inlay" bench --synthetic "$shape" --dtype "$dtype" \
         --device "$bdev" -p 2048 -n 64 --batch 64 -r 3 --json
@@ -199,6 +201,17 @@ run() {
     [ -s "$out/bench_${qshape}_q1_0.log" ] && grep '^{' "$out/bench_${qshape}_q1_0.log" >"$out/bench_${qshape}_q1_0.json"
   else
     echo "| bench | not built | 0 | inlay bench --synthetic does not exist yet |" >>"$table"
+  fi
+  # Speculative decoding on the device: prompt lookup on a real model and a repetitive
+  # prompt, adaptive and with 4 proposals forced (what verifying a 5-token chunk costs
+  # against a decode step there). The tool checks that both decodings give the same tokens.
+  local story=$bundle/shared/testdata/models/stories15M-q8_0.gguf
+  local text="The cat sat on the mat. The dog sat on the log. The cat sat on the mat. The dog sat on the log. The cat sat"
+  if [ -f "$story" ]; then
+    run_step bench_lookup_stories15M 60 "$bundle/build/tools/inlay" bench -m "$story" --device "$bdev" --lookup \
+      --text "$text" -n 128 -r 3
+    run_step bench_lookup4_stories15M 60 "$bundle/build/tools/inlay" bench -m "$story" --device "$bdev" --lookup \
+      --text "$text" --n-draft 4 --n-draft-min 4 -n 128 -r 3
   fi
   # Where decode time goes: every kernel's duration under Nsight Compute (one metric, the
   # first 1500 launches: an 8-token prompt on the GEMV path and the first decode steps),
