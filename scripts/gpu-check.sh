@@ -44,7 +44,7 @@ prepare() {
     cp "$build/tests/$t" "$bundle/build/tests/"
   done
   cp "$build"/tests/test_capi_* "$bundle/build/tests/"
-  cp "$build/tools/inlay" "$bundle/build/tools/"
+  cp "$build/tools/inlay" "$build/tools/inlay-cuda-peaks" "$bundle/build/tools/"
   # ptxas's reports, which test_kernels_host reads (INLAY_PTXAS_REPORT_DIR in run()).
   mkdir -p "$bundle/build/kernels/ptxas"
   cp "$build"/kernels/ptxas/*.txt "$bundle/build/kernels/ptxas/"
@@ -182,6 +182,10 @@ run() {
   run_step cli 120 "$t/test_cli"
   run_step generate_cuda 30 "$bundle/build/tools/inlay" generate -m models/default-q8_0.gguf -p "You will" -n 16 \
     --device "$([ $dry -eq 1 ] && echo cpu || echo cuda)" --json
+  # The ceilings the benchmark is judged against, measured now: read bandwidth and cuBLAS
+  # GEMM rates (tools/cuda_peaks).
+  run_step cuda_peaks 60 "$bundle/build/tools/inlay-cuda-peaks" --json
+  [ -s "$out/cuda_peaks.log" ] && grep '^{' "$out/cuda_peaks.log" >"$out/cuda_peaks.json"
   # The GPU benchmark: synthetic weights made on the device from a shape name.
   # (A dry run benchmarks the tiny shape on the CPU: the same code, in seconds.)
   local bdev=cuda
