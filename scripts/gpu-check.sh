@@ -12,7 +12,11 @@
 #                                          runs it all; results under $OUT (else
 #                                          .gpu-bundle/out; the bundle unpacks to
 #                                          /tmp): gpu-check.md (the table),
-#                                          one log per step, nvidia-smi.txt.
+#                                          nvidia-smi.txt and logs.tar.gz (one log per
+#                                          step, bench_*.json, cuda_peaks.json,
+#                                          profile_*.md). GPU_CHECK_BUDGET (seconds,
+#                                          default 450) bounds the steps; give the device
+#                                          tool a timeout ~60 s above it.
 #                                          --dry-run: the same here, without a GPU (the GPU
 #                                          tests must then skip, everything else pass).
 #
