@@ -67,6 +67,14 @@ enum class HalfType : int { f16, bf16 };
 cudaError_t round_to_half(const float* x, int64_t n, HalfType type, void* out, cudaStream_t stream);
 
 // ---------------------------------------------------------------------------------------
+// Greedy sampling: ids[r] = the index of row r's largest value, the first of equal ones;
+// NaN is never picked (-inf is, when nothing is larger); -1 when every value of the row
+// is NaN (or n_cols is 0). Rows are x_stride floats apart; ids: device int32[n_rows].
+// The same rule as the host's sampling argmax (lib/sampling/argmax.h).
+cudaError_t argmax_rows(const float* x, int64_t n_rows, int64_t n_cols, int64_t x_stride, int32_t* ids,
+                        cudaStream_t stream);
+
+// ---------------------------------------------------------------------------------------
 // RMSNorm. out[r][c] = x[r][c] * (1 / sqrt(mean_c(x[r][c]^2) + eps)) * w[c] for
 // r < n_rows, c < n_cols. w: f32[n_cols]. out may be x (same stride) for in place.
 // Rounding: one CTA per row; each thread sums the squares of its elements in float

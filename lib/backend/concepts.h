@@ -80,7 +80,8 @@ concept Backend = requires(B& b, const B& cb, typename B::Buffer& buf, const typ
                            const typename B::Batch& cbatch, typename B::Scratch& scratch, const BatchDesc& desc,
                            const BatchLimits& limits,
                            const KvGeometry& geometry, const RopeParams& rope, float* host, const float* chost,
-                           int64_t n, float f, std::span<std::byte> bytes, std::span<const std::byte> cbytes) {
+                           int64_t n, float f, std::span<std::byte> bytes, std::span<const std::byte> cbytes,
+                           int32_t* ids) {
     typename B::Buffer;     // device float32 storage
     typename B::Weight;     // a weight prepared for this device (any supported DType)
     typename B::KvStorage;  // paged K/V blocks for all layers
@@ -132,6 +133,9 @@ concept Backend = requires(B& b, const B& cb, typename B::Buffer& buf, const typ
     b.attention(cbuf, ckv, n, cbatch, n, f, buf, scratch);  // causal GQA (layer, n_heads, scale)
     b.add(buf, cbuf, n);                            // x += y
     b.gather_logit_rows(cbuf, cbatch, n, buf);      // out[i] = x[logit_rows[i]] (row length n)
+    // Greedy sampling where the logits are: ids[r] = the first index of row r's largest
+    // value, NaN never, -1 when the row is all NaN (n_rows, n_cols; host ids, waits).
+    b.argmax_rows(cbuf, n, n, scratch, ids);
 };
 
 }  // namespace inlay

@@ -40,6 +40,7 @@ public:
     [[nodiscard]] std::shared_ptr<KvStore> new_kv_store(const KvGeometry& geometry, int64_t n_blocks) const override;
     [[nodiscard]] std::unique_ptr<StepWorkspace> new_workspace(int64_t max_tokens, int64_t max_logit_rows) const override;
     void step(KvStore& kv, StepWorkspace& ws, const BatchDesc& batch, float* logits) const override;
+    void step_argmax(KvStore& kv, StepWorkspace& ws, const BatchDesc& batch, int32_t* ids) const override;
     void copy_block(KvStore& kv, int32_t src, int32_t dst) const override;
     void read_block(const KvStore& kv, int32_t block, std::span<std::byte> out) const override;
     void write_block(KvStore& kv, int32_t block, std::span<const std::byte> in) const override;
@@ -48,6 +49,8 @@ public:
     [[nodiscard]] const Decoder<B>& decoder() const { return *decoder_; }
 
 private:
+    void forward_step(KvStore& kv, StepWorkspace& ws, const BatchDesc& batch, float* logits, int32_t* ids) const;
+
     std::unique_ptr<B> backend_;
     std::unique_ptr<Decoder<B>> decoder_;
     std::string device_;

@@ -151,12 +151,23 @@ std::unique_ptr<StepWorkspace> BackendExecutor<B>::new_workspace(int64_t max_tok
 
 template <Backend B>
 void BackendExecutor<B>::step(KvStore& kv, StepWorkspace& ws, const BatchDesc& batch, float* logits) const {
+    forward_step(kv, ws, batch, logits, nullptr);
+}
+
+template <Backend B>
+void BackendExecutor<B>::step_argmax(KvStore& kv, StepWorkspace& ws, const BatchDesc& batch, int32_t* ids) const {
+    forward_step(kv, ws, batch, nullptr, ids);
+}
+
+template <Backend B>
+void BackendExecutor<B>::forward_step(KvStore& kv, StepWorkspace& ws, const BatchDesc& batch, float* logits,
+                                      int32_t* ids) const {
     auto& store = detail::store_of<detail::BackendKvStore<B>>(kv, device_);
     auto* work = dynamic_cast<detail::BackendWorkspace<B>*>(&ws);
     if (!work) fail(INLAY_ERR_INTERNAL, "a workspace of another executor given to the executor of '{}'", device_);
     std::unique_lock lock(forward_mutex_, std::defer_lock);
     if constexpr (!B::kConcurrentForward) lock.lock();
-    decoder_->forward(batch, store.storage_, work->ws_, logits);  // validates the batch once
+    decoder_->forward(batch, store.storage_, work->ws_, logits, ids);  // validates the batch once
 }
 
 template <Backend B>

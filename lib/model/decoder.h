@@ -55,10 +55,13 @@ public:
     [[nodiscard]] Workspace make_workspace(int64_t max_tokens, int64_t max_logit_rows) const;
 
     // Runs the batch's tokens through the model, storing their K/V in `kv`, and writes
-    // the logits of its logit rows to logits_out (host; n_logit_rows * n_vocab floats).
+    // the logits of its logit rows to logits_out (host; n_logit_rows * n_vocab floats)
+    // when it is not null, and each logit row's argmax (Backend::argmax_rows) to
+    // argmax_out (n_logit_rows ids) when that is not null.
     // The batch is validated once here (validate_batch): token ids (INLAY_ERR_INVALID_TOKEN),
     // block ids, positions and sizes (INLAY_ERR_INTERNAL).
-    void forward(const BatchDesc& batch, typename B::KvStorage& kv, Workspace& ws, float* logits_out) const;
+    void forward(const BatchDesc& batch, typename B::KvStorage& kv, Workspace& ws, float* logits_out,
+                 int32_t* argmax_out = nullptr) const;
 
 private:
     B& backend_;

@@ -120,7 +120,8 @@ typename Decoder<B>::Workspace Decoder<B>::make_workspace(int64_t max_tokens, in
 }
 
 template <Backend B>
-void Decoder<B>::forward(const BatchDesc& batch, typename B::KvStorage& kv, Workspace& ws, float* logits_out) const {
+void Decoder<B>::forward(const BatchDesc& batch, typename B::KvStorage& kv, Workspace& ws, float* logits_out,
+                         int32_t* argmax_out) const {
     const DecoderSpec& s = spec_;
     const int64_t n = batch.n_tokens();
     const int64_t n_rows = batch.n_logit_rows();
@@ -158,7 +159,8 @@ void Decoder<B>::forward(const BatchDesc& batch, typename B::KvStorage& kv, Work
     b.gather_logit_rows(ws.x, ws.batch, s.n_embd, ws.xn);
     b.rms_norm(ws.xn, output_norm_, s.rms_eps, n_rows, s.n_embd, ws.rows);
     b.matmul(output_, ws.rows, n_rows, ws.logits, ws.scratch);
-    b.read(ws.logits, 0, n_rows * s.n_vocab, logits_out);
+    if (argmax_out) b.argmax_rows(ws.logits, n_rows, s.n_vocab, ws.scratch, argmax_out);
+    if (logits_out) b.read(ws.logits, 0, n_rows * s.n_vocab, logits_out);
 }
 
 }  // namespace inlay

@@ -94,6 +94,10 @@ public:
     // token ids, INLAY_ERR_INTERNAL for the rest). One caller per workspace at a time;
     // concurrent steps on one store must write disjoint blocks.
     virtual void step(KvStore& kv, StepWorkspace& ws, const BatchDesc& batch, float* logits) const = 0;
+    // The same pass for greedy sampling: writes each logit row's argmax to ids
+    // (n_logit_rows of them: the first index of the largest logit, NaN never, -1 when a
+    // row is all NaN) instead of its logits, so that a device hands back only ids.
+    virtual void step_argmax(KvStore& kv, StepWorkspace& ws, const BatchDesc& batch, int32_t* ids) const = 0;
     // Whole blocks, in the canonical layout [layer][k|v][kv_head][slot][head_dim]. They
     // may run concurrently with step() on blocks that step does not write.
     virtual void copy_block(KvStore& kv, int32_t src, int32_t dst) const = 0;

@@ -51,6 +51,7 @@ Engine::Engine(std::shared_ptr<const Model> model, std::shared_ptr<KvBlockPool> 
     block_size_ = g.block_size;
     workspace_ = ex.new_workspace(options_.step_tokens, options_.max_logit_rows);
     step_logits_ = ZeroedArray<float>(static_cast<size_t>(options_.max_logit_rows * model_->spec().n_vocab));
+    step_ids_.assign(static_cast<size_t>(options_.max_logit_rows), -1);
     pressure_ = std::make_shared<Pressure>();
     pressure_->engine = this;
     owner_ = pool_->add_owner([p = pressure_] {

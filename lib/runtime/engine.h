@@ -72,6 +72,7 @@ struct EngineMetrics {
     int64_t tokens_generated = 0;     // tokens sampled
     int64_t prefix_tokens_reused = 0; // prompt tokens found in the prefix cache
     int64_t steps = 0;
+    int64_t argmax_steps = 0;         // steps whose rows were all plain greedy: ids came back, not logits
     double step_seconds_total = 0.0;  // forward passes, sampling included
     double step_seconds_max = 0.0;
     double step_seconds_last = 0.0;
@@ -200,6 +201,8 @@ private:
     int64_t block_size_ = 0;
     std::unique_ptr<StepWorkspace> workspace_;  // scheduler thread only
     ZeroedArray<float> step_logits_;            // scheduler thread only (resident as rows are used)
+    std::vector<int32_t> step_ids_;             // scheduler thread: the rows' argmax when step_argmax_
+    bool step_argmax_ = false;                  // this step asked for ids only (every row plain greedy)
     BatchBuilder step_batch_;                   // scheduler thread only: reused step after step
     inlay_status step_status_ = INLAY_OK;       // outcome of the last forward pass (scheduler thread)
     std::string step_error_;

@@ -307,6 +307,15 @@ void Engine::run_step(std::vector<Entry>& plan) {
     const double draft_seconds = std::chrono::duration<double>(Clock::now() - t_draft).count();
     BatchBuilder& batch = step_batch_;
     batch.clear();
+    // When every row's sampler is a plain argmax, the device returns the ids alone (a GPU
+    // then sends back a few bytes per sequence instead of n_vocab floats).
+    step_argmax_ = true;
+    for (Entry& e : plan) {
+        const Request& req = *e.req;
+        if (e.n_rows > 0 && !(req.kind == Request::Kind::generate && req.drafts_.empty() && req.sampler_ &&
+                              req.sampler_->plain_argmax()))
+            step_argmax_ = false;
+    }
     for (Entry& e : plan) {
         Request& req = *e.req;
         const Sequence& seq = *req.seq_;
@@ -328,7 +337,8 @@ void Engine::run_step(std::vector<Entry>& plan) {
     step_status_ = INLAY_OK;
     step_error_.clear();
     try {
-        model_->executor().step(pool_->store(), *workspace_, batch.desc(), step_logits_.data());
+        if (step_argmax_) model_->executor().step_argmax(pool_->store(), *workspace_, batch.desc(), step_ids_.data());
+        else model_->executor().step(pool_->store(), *workspace_, batch.desc(), step_logits_.data());
     } catch (const Error& e) {
         step_status_ = e.status();
         step_error_ = e.what();
@@ -390,9 +400,10 @@ void Engine::apply_locked(std::vector<Entry>& plan) {
         }
         int32_t token = -1;
         try {
-            token = req.sampler_->sample(std::span<const float>(step_logits_.data() + e.row * n_vocab,
-                                                                static_cast<size_t>(n_vocab)),
-                                         seq.tokens_);
+            token = step_argmax_ ? req.sampler_->from_argmax(step_ids_[static_cast<size_t>(e.row)])
+                                 : req.sampler_->sample(std::span<const float>(step_logits_.data() + e.row * n_vocab,
+                                                                               static_cast<size_t>(n_vocab)),
+                                                        seq.tokens_);
         } catch (const Error& err) {
             end_locked(req, StopReason::none, err.status(), sampling_failure(err));
             continue;
@@ -405,6 +416,7 @@ void Engine::apply_locked(std::vector<Entry>& plan) {
     }
     const double seconds = step_seconds_ + std::chrono::duration<double>(Clock::now() - t0).count();
     ++counters_.steps;
+    if (step_argmax_) ++counters_.argmax_steps;
     counters_.step_seconds_total += seconds;
     counters_.step_seconds_last = seconds;
     counters_.step_seconds_max = std::max(counters_.step_seconds_max, seconds);

@@ -98,6 +98,13 @@ int32_t Sampler::sample(std::span<const float> logits, std::span<const int32_t> 
     return cands_[last_positive].id;  // rounding kept the sum from exceeding the target
 }
 
+int32_t Sampler::from_argmax(int32_t id) const {
+    if (!plain_argmax()) fail(INLAY_ERR_INTERNAL, "from_argmax: this sampler is not a plain argmax");
+    if (id < 0) fail_all_nan();
+    if (id >= n_vocab_) fail(INLAY_ERR_INTERNAL, "from_argmax: id {} outside the vocabulary of {}", id, n_vocab_);
+    return id;
+}
+
 void Sampler::distribution(std::span<const float> logits, std::span<const int32_t> history, TokenDistribution& out) {
     const std::span<const float> src = penalized(logits, history);
     if (greedy()) {

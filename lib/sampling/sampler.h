@@ -54,6 +54,12 @@ public:
     double uniform();
     // Whether sample() is an argmax (temperature <= 0).
     [[nodiscard]] bool greedy() const noexcept { return params_.temperature <= 0.0f; }
+    // Whether sample() is the argmax of the raw logits (greedy and no penalty), which the
+    // device that holds the logits can compute (Executor::step_argmax).
+    [[nodiscard]] bool plain_argmax() const noexcept { return greedy() && !penalties_active(params_); }
+    // What sample() returns when the argmax of the logits, computed elsewhere, is `id`:
+    // the id, or sample()'s error when it is -1 (every logit NaN). Only for plain_argmax().
+    [[nodiscard]] int32_t from_argmax(int32_t id) const;
 
     [[nodiscard]] const SamplingParams& params() const noexcept { return params_; }
     [[nodiscard]] int32_t n_vocab() const noexcept { return n_vocab_; }

@@ -4,6 +4,7 @@
 // backend needs. Tolerances are stated per op and type with their reasons.
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <numeric>
 
 #include "backend_test_util.h"
@@ -359,4 +360,34 @@ TEMPLATE_TEST_CASE("prepare_batch validates the batch once", "[backend]", INLAY_
     auto scratch = b->alloc_scratch(ScratchShape{16, 8, 0, 1, 8});
     auto q = b->alloc(16 * 8), out = b->alloc(16 * 8);
     REQUIRE(status_of([&] { b->attention(q, kv, 0, batch, 1, 1.0f, out, scratch); }) == INLAY_ERR_INTERNAL);
+}
+
+TEMPLATE_TEST_CASE("argmax_rows: the first of the largest, NaN never, -1 for a row of NaN", "[backend]",
+                   INLAY_TEST_BACKENDS) {
+    auto b = BackendFactory<TestType>::make();
+    const int64_t n_rows = 6, n_cols = 3001;
+    auto scratch = b->alloc_scratch(ScratchShape{n_rows, 16, 16, 1, 16});
+    std::vector<float> x = random_floats(static_cast<size_t>(n_rows * n_cols), 11, 10.0f);
+    const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+    auto at = [&](int64_t r, int64_t c) -> float& { return x[static_cast<size_t>(r * n_cols + c)]; };
+    at(0, 2999) = 40.0f;  // row 0: a tie, the earlier column wins
+    at(0, 1234) = 40.0f;
+    for (int64_t c = 0; c < n_cols; ++c) at(1, c) = nan;  // row 1: NaN but one value
+    at(1, 77) = -5.0f;
+    for (int64_t c = 0; c < n_cols; ++c) at(2, c) = nan;  // row 2: all NaN
+    for (int64_t c = 0; c < n_cols; ++c) at(3, c) = -inf;  // row 3: -inf after a NaN
+    at(3, 0) = nan;
+    at(4, 5) = inf;  // row 4: +inf
+    auto xb = upload(*b, x);
+    std::vector<int32_t> ids(static_cast<size_t>(n_rows), -7);
+    b->argmax_rows(xb, n_rows, n_cols, scratch, ids.data());
+    REQUIRE(ids[0] == 1234);
+    REQUIRE(ids[1] == 77);
+    REQUIRE(ids[2] == -1);
+    REQUIRE(ids[3] == 1);
+    REQUIRE(ids[4] == 5);
+    // Row 5, random: the plain scan.
+    const float* row = x.data() + 5 * n_cols;
+    REQUIRE(ids[5] == static_cast<int32_t>(std::max_element(row, row + n_cols) - row));
+    REQUIRE(status_of([&] { b->argmax_rows(xb, n_rows + 1, n_cols, scratch, ids.data()); }) == INLAY_ERR_INTERNAL);
 }

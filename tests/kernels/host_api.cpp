@@ -128,6 +128,13 @@ TEST_CASE("launchers reject bad arguments before launching", "[kernels][api]") {
               cudaErrorInvalidValue);  // out_stride
         CHECK(embed_rows(f, WeightFormat::q4_k, 4, 256, 144, fake_ints, 0, f, 256, nullptr, nullptr) == cudaSuccess);
     }
+    SECTION("argmax_rows") {
+        CHECK(argmax_rows(nullptr, 2, 8, 8, fake_ints, nullptr) == cudaErrorInvalidValue);
+        CHECK(argmax_rows(f, 2, 8, 8, nullptr, nullptr) == cudaErrorInvalidValue);
+        CHECK(argmax_rows(f, 2, 8, 7, fake_ints, nullptr) == cudaErrorInvalidValue);  // stride < cols
+        CHECK(argmax_rows(f, -1, 8, 8, fake_ints, nullptr) == cudaErrorInvalidValue);
+        CHECK(argmax_rows(f, 0, 8, 8, fake_ints, nullptr) == cudaSuccess);  // nothing to do
+    }
     SECTION("dequantize_rows_f16 and round_to_half") {
         CHECK(dequantize_rows_f16(f, WeightFormat::q4_k, 4, 100, 144, f, 100, nullptr) ==
               cudaErrorInvalidValue);  // 100 % 256

@@ -111,3 +111,39 @@ TEST_CASE("a sequence's logits and K/V do not depend on the rest of the batch", 
                                   << " (contract " << contract.batch_logit_tolerance << ")");
     }
 }
+
+TEST_CASE("step_argmax gives every logit row the argmax of step's logits", "[batching]") {
+    for (const DType type : {DType::F32, DType::Q8_0}) {
+        TinyLlamaOptions o;
+        o.weight_type = type;
+        const auto model = tiny_model(o, "argmax-" + std::string(dtype_name(type)), 2);
+        const Executor& ex = model->executor();
+        const auto n_vocab = static_cast<int32_t>(model->spec().n_vocab);
+        const auto store = ex.new_kv_store(ex.kv_geometry(8, DType::F16), 64);
+        const auto ws = ex.new_workspace(128, 64);
+        // Three sequences of 5, 17 and 40 tokens, every token a logit row: prefill chunks
+        // and, over a second step, one decode token each.
+        BatchBuilder batch;
+        std::vector<std::vector<int32_t>> prompts;
+        int32_t next_block = 0;
+        for (const int len : {5, 17, 40}) {
+            prompts.push_back(prompt_of(len, len, n_vocab));
+            std::vector<int32_t> table;
+            for (int b = 0; b < (len + 1 + 7) / 8; ++b) table.push_back(next_block++);
+            const int32_t s = batch.add_sequence(table, len);
+            for (int i = 0; i < len; ++i) batch.add_token(prompts.back()[static_cast<size_t>(i)], i, s, true);
+        }
+        const auto rows = static_cast<size_t>(batch.n_logit_rows());
+        std::vector<float> logits(rows * static_cast<size_t>(n_vocab));
+        std::vector<int32_t> ids(rows, -7);
+        // The same pass twice over the same slots: the K/V rewritten are the same.
+        ex.step(*store, *ws, batch.desc(), logits.data());
+        ex.step_argmax(*store, *ws, batch.desc(), ids.data());
+        for (size_t r = 0; r < rows; ++r) {
+            INFO(dtype_name(type) << " row " << r);
+            const std::span<const float> row(logits.data() + r * static_cast<size_t>(n_vocab),
+                                             static_cast<size_t>(n_vocab));
+            REQUIRE(ids[r] == argmax(row));
+        }
+    }
+}

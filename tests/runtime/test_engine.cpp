@@ -536,3 +536,33 @@ TEST_CASE("seeded sampling gives the same tokens alone and batched", "[engine]")
     for (auto& t : threads) t.join();
     REQUIRE(together == alone);
 }
+
+TEST_CASE("plain greedy steps bring back ids, not logits; penalties and sampling bring logits", "[engine]") {
+    TinyLlamaOptions o;
+    const auto model = tiny_model(o, "argmax-steps");
+    const auto n_vocab = static_cast<int32_t>(o.n_vocab);
+    const auto prompt = prompt_of(3, 7, n_vocab);
+    const std::vector<int32_t> want = reference_greedy(*model, prompt, 20);
+    {
+        auto engine = small_engine(model, 256);
+        Session s(engine, 0);
+        const auto got = s.generate(prompt, greedy(20)).tokens;
+        REQUIRE(greedy_within_contract(*model, prompt, got));
+        if (model->executor().contract().batch_invariant) REQUIRE(got == want);
+        const EngineMetrics m = engine->metrics();
+        INFO(m.argmax_steps << " of " << m.steps << " steps");
+        REQUIRE(m.argmax_steps == m.steps);  // the prompt's step and every decode step
+    }
+    for (const bool penalty : {true, false}) {
+        auto engine = small_engine(model, 256);
+        Session s(engine, 0);
+        GenerateOptions g = greedy(20);
+        if (penalty) g.sampling.repeat_penalty = 1.3f;  // greedy, but after the penalties
+        else g.sampling.temperature = 0.7f;
+        (void)s.generate(prompt, g);
+        const EngineMetrics m = engine->metrics();
+        INFO((penalty ? "repeat penalty" : "temperature"));
+        REQUIRE(m.steps > 0);
+        REQUIRE(m.argmax_steps == 0);
+    }
+}

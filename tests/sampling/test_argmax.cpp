@@ -70,3 +70,39 @@ TEST_CASE("greedy sampling is argmax", "[argmax][sampler]") {
     Sampler s(p, 4);
     REQUIRE_THROWS_AS(s.sample(all_nan, {}), Error);
 }
+
+TEST_CASE("plain_argmax: greedy without penalties; from_argmax is sample() on those logits", "[argmax][sampler]") {
+    SamplingParams p;
+    p.temperature = 0.0f;
+    p.repeat_penalty = 1.0f;
+    REQUIRE(Sampler(p, 8).plain_argmax());
+    p.repeat_penalty = 1.1f;
+    REQUIRE_FALSE(Sampler(p, 8).plain_argmax());  // greedy, but after the penalties
+    p.penalty_last_n = 0;
+    REQUIRE(Sampler(p, 8).plain_argmax());  // penalties over no history: none
+    p.temperature = 0.5f;
+    REQUIRE_FALSE(Sampler(p, 8).plain_argmax());
+
+    p.temperature = 0.0f;
+    Sampler s(p, 4);
+    const std::vector<float> logits{0.5f, 2.0f, 2.0f, -1.0f};
+    REQUIRE(s.from_argmax(argmax(logits)) == s.sample(logits, {}));
+    // -1 (every logit NaN) is sample()'s error for all-NaN logits, with its status.
+    const std::vector<float> all_nan(4, std::numeric_limits<float>::quiet_NaN());
+    inlay_status from_sample = INLAY_OK, from_ids = INLAY_OK;
+    try {
+        (void)s.sample(all_nan, {});
+    } catch (const Error& e) {
+        from_sample = e.status();
+    }
+    try {
+        (void)s.from_argmax(-1);
+    } catch (const Error& e) {
+        from_ids = e.status();
+    }
+    REQUIRE(from_sample != INLAY_OK);
+    REQUIRE(from_ids == from_sample);
+    REQUIRE_THROWS_AS(s.from_argmax(4), Error);  // outside the vocabulary
+    p.temperature = 1.0f;
+    REQUIRE_THROWS_AS(Sampler(p, 4).from_argmax(1), Error);  // not a plain argmax
+}

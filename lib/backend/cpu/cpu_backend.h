@@ -152,6 +152,7 @@ public:
                    float scale, Buffer& out, Scratch& scratch);
     void add(Buffer& x, const Buffer& y, int64_t n);
     void gather_logit_rows(const Buffer& x, const Batch& batch, int64_t row_length, Buffer& out);
+    void argmax_rows(const Buffer& x, int64_t n_rows, int64_t n_cols, Scratch& scratch, int32_t* ids);
 
     // The pieces the fused ops are made of, public for their tests.
     void rope(Buffer& x, int64_t n_heads, int64_t head_dim, const Batch& batch, const RopeParams& rope,

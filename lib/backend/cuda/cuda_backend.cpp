@@ -162,6 +162,9 @@ CudaBackend::Scratch CudaBackend::alloc_scratch(const ScratchShape& shape) {
     s.attention = alloc(static_cast<int64_t>(cuda::attention_scratch_floats(
         s.attention_tokens, static_cast<int32_t>(shape.n_heads), static_cast<int32_t>(shape.head_dim), s.max_splits)));
     s.up = alloc(shape.max_tokens * shape.n_ff);
+    s.ids_rows = std::max<int64_t>(shape.max_tokens, 1);
+    s.ids = cuda_backend::device_alloc(static_cast<size_t>(s.ids_rows) * sizeof(int32_t), "argmax ids");
+    s.ids_host = cuda_backend::pinned_alloc(static_cast<size_t>(s.ids_rows) * sizeof(int32_t), "argmax ids (host)");
     if (shape.max_tokens > cuda_backend::kGemvMaxTokens) {
         constexpr int64_t kDequantHalves = int64_t{32} << 20;  // 64 MiB of f16 rows per GEMM
         s.half_x_elems = shape.max_tokens * shape.max_in;

@@ -107,6 +107,10 @@ public:
         int64_t half_x_elems = 0;
         cuda_backend::DevicePtr dequant;
         int64_t dequant_halves = 0;
+        // argmax_rows: the ids on the device and their pinned host copy (max_tokens rows).
+        cuda_backend::DevicePtr ids;
+        cuda_backend::PinnedPtr ids_host;
+        int64_t ids_rows = 0;
     };
 
     // One stream and one cuBLAS handle: forward passes are serialised by the executor.
@@ -169,6 +173,7 @@ public:
                    float scale, Buffer& out, Scratch& scratch);
     void add(Buffer& x, const Buffer& y, int64_t n);
     void gather_logit_rows(const Buffer& x, const Batch& batch, int64_t row_length, Buffer& out);
+    void argmax_rows(const Buffer& x, int64_t n_rows, int64_t n_cols, Scratch& scratch, int32_t* ids);
 
 private:
     void make_current() const;

@@ -1,6 +1,7 @@
 // CudaBackend's ops: each checks its sizes on the host, enqueues kernels of
 // kernels/cuda (or cuBLAS) on the backend's stream and returns without waiting.
 #include <algorithm>
+#include <cstring>
 #include <optional>
 
 #include "backend/common/op_checks.h"
@@ -249,6 +250,22 @@ void CudaBackend::gather_logit_rows(const Buffer& x, const Batch& batch, int64_t
                                    len * sizeof(float), cudaMemcpyDeviceToDevice, stream_),
                    "cudaMemcpyAsync (logit rows)");
     }
+}
+
+void CudaBackend::argmax_rows(const Buffer& x, int64_t n_rows, int64_t n_cols, Scratch& scratch, int32_t* ids) {
+    if (n_rows < 0 || n_cols < 0) fail(INLAY_ERR_INTERNAL, "argmax_rows: {} rows of {}", n_rows, n_cols);
+    require_size(x, n_rows * n_cols, "argmax_rows", "x");
+    if (n_rows > scratch.ids_rows)
+        fail(INLAY_ERR_INTERNAL, "argmax_rows: {} rows, the scratch holds {}", n_rows, scratch.ids_rows);
+    if (n_rows == 0) return;
+    make_current();
+    auto* device_ids = static_cast<int32_t*>(scratch.ids.get());
+    check_cuda(cuda::argmax_rows(x.ptr(), n_rows, n_cols, n_cols, device_ids, stream_), "argmax_rows");
+    const size_t bytes = static_cast<size_t>(n_rows) * sizeof(int32_t);
+    check_cuda(cudaMemcpyAsync(scratch.ids_host.get(), device_ids, bytes, cudaMemcpyDeviceToHost, stream_),
+               "cudaMemcpyAsync (argmax ids)");
+    check_cuda(cudaStreamSynchronize(stream_), "cudaStreamSynchronize (argmax ids)");
+    std::memcpy(ids, scratch.ids_host.get(), bytes);
 }
 
 }  // namespace inlay
