@@ -70,7 +70,7 @@ cudaError_t round_to_half(const float* x, int64_t n, HalfType type, void* out, c
 // Greedy sampling: ids[r] = the index of row r's largest value, the first of equal ones;
 // NaN is never picked (-inf is, when nothing is larger); -1 when every value of the row
 // is NaN (or n_cols is 0). Rows are x_stride floats apart; ids: device int32[n_rows].
-// The same rule as the host's sampling argmax (lib/sampling/argmax.h).
+// The same rule as the host's sampling argmax (lib/core/argmax.h).
 cudaError_t argmax_rows(const float* x, int64_t n_rows, int64_t n_cols, int64_t x_stride, int32_t* ids,
                         cudaStream_t stream);
 

@@ -5,15 +5,15 @@
 #include <limits>
 
 #include "core/error.h"
-#include "sampling/argmax.h"
-#include "sampling/block_scan.h"
+#include "core/argmax.h"
+#include "core/block_scan.h"
 #include "sampling/penalties.h"
 
 namespace inlay {
 
-using sampling_detail::any_above_block;
-using sampling_detail::kScanBlock;
-using sampling_detail::max_block;
+using scan_detail::any_above_block;
+using scan_detail::kScanBlock;
+using scan_detail::max_block;
 
 namespace {
 

@@ -23,7 +23,7 @@
 #include "runtime/engine.h"
 #include "runtime/kv_pool_set.h"
 #include "runtime/session.h"
-#include "sampling/argmax.h"
+#include "core/argmax.h"
 #include "support/gguf_fixtures.h"
 #include "support/test_paths.h"
 

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "core/error.h"
-#include "sampling/argmax.h"
+#include "core/argmax.h"
 #include "sampling/sampler.h"
 
 using namespace inlay;

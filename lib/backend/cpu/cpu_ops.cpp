@@ -11,6 +11,7 @@
 
 #include "backend/common/op_checks.h"
 #include "backend/cpu/cpu_backend.h"
+#include "core/argmax.h"
 #include "core/error.h"
 #include "quant/quantize.h"
 
@@ -203,19 +204,8 @@ void CpuBackend::gather_logit_rows(const Buffer& x, const Batch& batch, int64_t 
 void CpuBackend::argmax_rows(const Buffer& x, int64_t n_rows, int64_t n_cols, Scratch&, int32_t* ids) {
     if (n_rows < 0 || n_cols < 0) fail(INLAY_ERR_INTERNAL, "argmax_rows: {} rows of {}", n_rows, n_cols);
     require_size(x, n_rows * n_cols, "argmax_rows", "x");
-    for (int64_t r = 0; r < n_rows; ++r) {
-        const float* row = x.ptr() + r * n_cols;
-        float best = -std::numeric_limits<float>::infinity();
-        int32_t at = -1;
-        for (int64_t c = 0; c < n_cols; ++c) {
-            // Only a larger value moves the choice (or a first one, -inf included); NaN never.
-            if (row[c] > best || (at < 0 && row[c] == best)) {
-                best = row[c];
-                at = static_cast<int32_t>(c);
-            }
-        }
-        ids[r] = at;
-    }
+    for (int64_t r = 0; r < n_rows; ++r)
+        ids[r] = argmax(std::span<const float>(x.ptr() + r * n_cols, static_cast<size_t>(n_cols)));
 }
 
 }  // namespace inlay

@@ -1,6 +1,6 @@
 // Block-wise scans over float rows for the sampler's hot loops (argmax, top-k threshold).
 // GCC/Clang vector extensions give SIMD code on any target without intrinsics; other
-// compilers get the plain loops. Internal to lib/sampling.
+// compilers get the plain loops. Used by core/argmax.cpp and the sampler.
 #pragma once
 
 #include <cstddef>
@@ -8,7 +8,7 @@
 #include <cstring>
 #include <limits>
 
-namespace inlay::sampling_detail {
+namespace inlay::scan_detail {
 
 inline constexpr size_t kScanBlock = 64;  // floats per block
 
@@ -66,4 +66,4 @@ inline float max_block(const float* p) noexcept {
 
 #endif
 
-}  // namespace inlay::sampling_detail
+}  // namespace inlay::scan_detail

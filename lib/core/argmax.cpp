@@ -1,14 +1,14 @@
-#include "sampling/argmax.h"
+#include "core/argmax.h"
 
 #include <cstddef>
 #include <limits>
 
-#include "sampling/block_scan.h"
+#include "core/block_scan.h"
 
 namespace inlay {
 
-using sampling_detail::kScanBlock;
-using sampling_detail::max_block;
+using scan_detail::kScanBlock;
+using scan_detail::max_block;
 
 int32_t argmax(std::span<const float> values) noexcept {
     // One vectorised pass over whole blocks remembers the first block holding the largest
