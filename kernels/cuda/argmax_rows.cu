@@ -17,6 +17,19 @@ __device__ __forceinline__ bool better(float v, int i, float best, int at) {
     return i != kNone && (at == kNone || v > best || (v == best && i < at));
 }
 
+// The warp's best candidate, in every lane.
+__device__ __forceinline__ void warp_merge(float& best, int& at) {
+#pragma unroll
+    for (int off = 16; off >= 1; off >>= 1) {
+        const float v = __shfl_xor_sync(dev::kFullMask, best, off);
+        const int i = __shfl_xor_sync(dev::kFullMask, at, off);
+        if (better(v, i, best, at)) {
+            best = v;
+            at = i;
+        }
+    }
+}
+
 // One CTA per row: each thread scans columns tid, tid + kThreads, ... in order, then the
 // candidates meet in a butterfly within each warp and in warp 0 across warps. Every
 // comparison is exact, so the result does not depend on the order of the merges.
@@ -34,15 +47,7 @@ __global__ void __launch_bounds__(kThreads) argmax_kernel(const float* x, long l
             at = static_cast<int>(c);
         }
     }
-#pragma unroll
-    for (int off = 16; off >= 1; off >>= 1) {
-        const float v = __shfl_xor_sync(dev::kFullMask, best, off);
-        const int i = __shfl_xor_sync(dev::kFullMask, at, off);
-        if (better(v, i, best, at)) {
-            best = v;
-            at = i;
-        }
-    }
+    warp_merge(best, at);
     __shared__ float warp_best[kWarps];
     __shared__ int warp_at[kWarps];
     const int lane = static_cast<int>(threadIdx.x) & 31, warp = static_cast<int>(threadIdx.x) >> 5;
@@ -54,15 +59,7 @@ __global__ void __launch_bounds__(kThreads) argmax_kernel(const float* x, long l
     if (warp == 0) {
         best = lane < kWarps ? warp_best[lane] : best;
         at = lane < kWarps ? warp_at[lane] : kNone;
-#pragma unroll
-        for (int off = 16; off >= 1; off >>= 1) {
-            const float v = __shfl_xor_sync(dev::kFullMask, best, off);
-            const int i = __shfl_xor_sync(dev::kFullMask, at, off);
-            if (better(v, i, best, at)) {
-                best = v;
-                at = i;
-            }
-        }
+        warp_merge(best, at);
         if (lane == 0) ids[blockIdx.x] = at == kNone ? -1 : at;
     }
 }

@@ -99,53 +99,61 @@ double embed_tolerance(WeightFormat f, double ref) {
     return f == WeightFormat::q4_k || f == WeightFormat::q5_k ? std::ldexp(std::fabs(ref), -23) : 0.0;
 }
 
+// Runs `body` on a random table of n_rows rows for every format, both column counts of
+// test_cols and both stride kinds, with the case named in the test's messages.
+template <class Body>
+void for_each_table(int64_t n_rows, Rng& rng, Body&& body) {
+    for (WeightFormat f : kFormats)
+        for (int64_t n_cols : test_cols(f))
+            for (bool aligned : {true, false}) {
+                INFO(format_name(f) << ", " << n_cols << " columns, " << (aligned ? "aligned" : "narrow") << " rows");
+                body(f, make_table(f, n_rows, n_cols, aligned, rng));
+            }
+}
+
 }  // namespace
 
 TEST_CASE("embed_rows dequantizes rows of every format", "[kernels][gpu][embed]") {
     const uint64_t seed = test_seed();
     INFO("seed " << seed);
     Rng rng(seed);
-    for (WeightFormat f : kFormats)
-        for (int64_t n_cols : test_cols(f))
-            for (bool aligned : {true, false}) {
-                INFO(format_name(f) << ", " << n_cols << " columns, " << (aligned ? "aligned" : "narrow") << " rows");
-                const Table table = make_table(f, 19, n_cols, aligned, rng);
-                std::vector<int32_t> ids = {3, 0, 18, 7, 7, 11, -1, 25, 2};  // -1 and 25 are clamped
-                const int64_t n_tokens = static_cast<int64_t>(ids.size());
-                const int64_t out_stride = n_cols + 5;
-                DeviceBytes d_table = upload(table.bytes);
-                DeviceBytes d_ids = upload(ids);
-                DeviceBytes d_out(sizeof(float) * static_cast<size_t>(n_tokens * out_stride));
-                DeviceBytes d_flag = upload(std::vector<int>{0});
-                d_out.poison();
-                CUDA_REQUIRE(embed_rows(d_table.get(), f, table.n_rows, n_cols, table.row_stride, d_ids.as<int32_t>(),
-                                        n_tokens, d_out.as<float>(), out_stride, d_flag.as<int>(), nullptr));
-                sync_ok();
-                const std::vector<float> out = download<float>(d_out);
-                CHECK(download<int>(d_flag)[0] == 1);
-                int bad = 0;
-                for (int64_t t = 0; t < n_tokens; ++t) {
-                    const int32_t id = std::clamp<int32_t>(ids[static_cast<size_t>(t)], 0, 18);
-                    for (int64_t c = 0; c < out_stride; ++c) {
-                        const float g = out[static_cast<size_t>(t * out_stride + c)];
-                        if (c >= n_cols) {
-                            if (!is_poison(g) && bad++ < 5)
-                                FAIL_CHECK("padding written at token " << t << " col " << c);
-                            continue;
-                        }
-                        const double r = table.values[static_cast<size_t>(id)][static_cast<size_t>(c)];
-                        if (!(std::fabs(g - r) <= embed_tolerance(f, r)) && bad++ < 5)
-                            FAIL_CHECK("token " << t << " (row " << id << ") col " << c << ": " << g << " vs " << r);
-                    }
+    for_each_table(19, rng, [&](WeightFormat f, const Table& table) {
+        const int64_t n_cols = table.n_cols;
+        std::vector<int32_t> ids = {3, 0, 18, 7, 7, 11, -1, 25, 2};  // -1 and 25 are clamped
+        const int64_t n_tokens = static_cast<int64_t>(ids.size());
+        const int64_t out_stride = n_cols + 5;
+        DeviceBytes d_table = upload(table.bytes);
+        DeviceBytes d_ids = upload(ids);
+        DeviceBytes d_out(sizeof(float) * static_cast<size_t>(n_tokens * out_stride));
+        DeviceBytes d_flag = upload(std::vector<int>{0});
+        d_out.poison();
+        CUDA_REQUIRE(embed_rows(d_table.get(), f, table.n_rows, n_cols, table.row_stride, d_ids.as<int32_t>(), n_tokens,
+                                d_out.as<float>(), out_stride, d_flag.as<int>(), nullptr));
+        sync_ok();
+        const std::vector<float> out = download<float>(d_out);
+        CHECK(download<int>(d_flag)[0] == 1);
+        int bad = 0;
+        for (int64_t t = 0; t < n_tokens; ++t) {
+            const int32_t id = std::clamp<int32_t>(ids[static_cast<size_t>(t)], 0, 18);
+            for (int64_t c = 0; c < out_stride; ++c) {
+                const float g = out[static_cast<size_t>(t * out_stride + c)];
+                if (c >= n_cols) {
+                    if (!is_poison(g) && bad++ < 5) FAIL_CHECK("padding written at token " << t << " col " << c);
+                    continue;
                 }
-                CHECK(bad == 0);
-                // In-range ids leave the flag alone.
-                CUDA_REQUIRE(cudaMemset(d_flag.get(), 0, sizeof(int)));
-                CUDA_REQUIRE(embed_rows(d_table.get(), f, table.n_rows, n_cols, table.row_stride, d_ids.as<int32_t>(),
-                                        6, d_out.as<float>(), out_stride, d_flag.as<int>(), nullptr));
-                sync_ok();
-                CHECK(download<int>(d_flag)[0] == 0);
+                const double r = table.values[static_cast<size_t>(id)][static_cast<size_t>(c)];
+                if (!(std::fabs(g - r) <= embed_tolerance(f, r)) && bad++ < 5)
+                    FAIL_CHECK("token " << t << " (row " << id << ") col " << c << ": " << g << " vs " << r);
             }
+        }
+        CHECK(bad == 0);
+        // In-range ids leave the flag alone.
+        CUDA_REQUIRE(cudaMemset(d_flag.get(), 0, sizeof(int)));
+        CUDA_REQUIRE(embed_rows(d_table.get(), f, table.n_rows, n_cols, table.row_stride, d_ids.as<int32_t>(), 6,
+                                d_out.as<float>(), out_stride, d_flag.as<int>(), nullptr));
+        sync_ok();
+        CHECK(download<int>(d_flag)[0] == 0);
+    });
 }
 
 TEST_CASE("gemv equals the float64 dot products for 1..8 tokens in every format", "[kernels][gpu][gemv]") {
@@ -153,91 +161,83 @@ TEST_CASE("gemv equals the float64 dot products for 1..8 tokens in every format"
     INFO("seed " << seed);
     Rng rng(seed);
     const int64_t n_rows = 37;  // not a multiple of the 4 rows of a CTA
-    for (WeightFormat f : kFormats)
-        for (int64_t n_cols : test_cols(f))
-            for (bool aligned : {true, false}) {
-                INFO(format_name(f) << ", " << n_cols << " columns, " << (aligned ? "aligned" : "narrow") << " rows");
-                const Table table = make_table(f, n_rows, n_cols, aligned, rng);
-                const int64_t x_stride = (n_cols + 3) / 4 * 4 + 4;
-                const int64_t y_stride = n_rows + 3;
-                const std::vector<float> x = uniform(static_cast<size_t>(8 * x_stride), -1.0f, 1.0f, rng);
-                DeviceBytes d_w = upload(table.bytes);
-                DeviceBytes d_x = upload(x);
-                DeviceBytes d_y(sizeof(float) * static_cast<size_t>(8 * y_stride));
-                for (int32_t n_tokens = 1; n_tokens <= 8; ++n_tokens) {
-                    INFO(n_tokens << " tokens");
-                    d_y.poison();
-                    CUDA_REQUIRE(gemv(d_w.get(), f, n_rows, n_cols, table.row_stride, d_x.as<float>(), x_stride,
-                                      n_tokens, d_y.as<float>(), y_stride, nullptr));
-                    sync_ok();
-                    const std::vector<float> y = download<float>(d_y);
-                    int bad = 0;
-                    for (int64_t t = 0; t < 8; ++t)
-                        for (int64_t r = 0; r < y_stride; ++r) {
-                            const float g = y[static_cast<size_t>(t * y_stride + r)];
-                            if (t >= n_tokens || r >= n_rows) {
-                                if (!is_poison(g) && bad++ < 5)
-                                    FAIL_CHECK("written outside: token " << t << " row " << r);
-                                continue;
-                            }
-                            double ref = 0.0, mag = 0.0;
-                            for (int64_t c = 0; c < n_cols; ++c) {
-                                const double p = table.values[static_cast<size_t>(r)][static_cast<size_t>(c)] *
-                                                 x[static_cast<size_t>(t * x_stride + c)];
-                                ref += p;
-                                mag += std::fabs(p);
-                            }
-                            // Each lane sums about n_cols / 32 products with fmaf (plus at most one
-                            // 32-weight unit and the tail), then 5 butterfly additions; each weight is
-                            // within 2^-24 of exact: a standard (k + slack) * 2^-24 * sum|w x| bound.
-                            const double tol = static_cast<double>(n_cols / 32 + 64) * std::ldexp(mag, -24);
-                            if (!(std::fabs(g - ref) <= tol) && bad++ < 5)
-                                FAIL_CHECK("token " << t << " row " << r << ": " << g << " vs " << ref << " (tol "
-                                                    << tol << ")");
-                        }
-                    CHECK(bad == 0);
+    for_each_table(n_rows, rng, [&](WeightFormat f, const Table& table) {
+        const int64_t n_cols = table.n_cols;
+        const int64_t x_stride = (n_cols + 3) / 4 * 4 + 4;
+        const int64_t y_stride = n_rows + 3;
+        const std::vector<float> x = uniform(static_cast<size_t>(8 * x_stride), -1.0f, 1.0f, rng);
+        DeviceBytes d_w = upload(table.bytes);
+        DeviceBytes d_x = upload(x);
+        DeviceBytes d_y(sizeof(float) * static_cast<size_t>(8 * y_stride));
+        for (int32_t n_tokens = 1; n_tokens <= 8; ++n_tokens) {
+            INFO(n_tokens << " tokens");
+            d_y.poison();
+            CUDA_REQUIRE(gemv(d_w.get(), f, n_rows, n_cols, table.row_stride, d_x.as<float>(), x_stride, n_tokens,
+                              d_y.as<float>(), y_stride, nullptr));
+            sync_ok();
+            const std::vector<float> y = download<float>(d_y);
+            int bad = 0;
+            for (int64_t t = 0; t < 8; ++t)
+                for (int64_t r = 0; r < y_stride; ++r) {
+                    const float g = y[static_cast<size_t>(t * y_stride + r)];
+                    if (t >= n_tokens || r >= n_rows) {
+                        if (!is_poison(g) && bad++ < 5) FAIL_CHECK("written outside: token " << t << " row " << r);
+                        continue;
+                    }
+                    double ref = 0.0, mag = 0.0;
+                    for (int64_t c = 0; c < n_cols; ++c) {
+                        const double p = table.values[static_cast<size_t>(r)][static_cast<size_t>(c)] *
+                                         x[static_cast<size_t>(t * x_stride + c)];
+                        ref += p;
+                        mag += std::fabs(p);
+                    }
+                    // Each lane sums about n_cols / 32 products with fmaf (plus at most one
+                    // 32-weight unit and the tail), then 5 butterfly additions; each weight is
+                    // within 2^-24 of exact: a standard (k + slack) * 2^-24 * sum|w x| bound.
+                    const double tol = static_cast<double>(n_cols / 32 + 64) * std::ldexp(mag, -24);
+                    if (!(std::fabs(g - ref) <= tol) && bad++ < 5)
+                        FAIL_CHECK("token " << t << " row " << r << ": " << g << " vs " << ref << " (tol " << tol
+                                            << ")");
                 }
-            }
+            CHECK(bad == 0);
+        }
+    });
 }
 
 TEST_CASE("dequantize_rows_f16 gives every format's rows as binary16", "[kernels][gpu][embed]") {
     const uint64_t seed = test_seed();
     INFO("seed " << seed);
     Rng rng(seed);
-    for (WeightFormat f : kFormats)
-        for (int64_t n_cols : test_cols(f))
-            for (bool aligned : {true, false}) {
-                INFO(format_name(f) << ", " << n_cols << " columns, " << (aligned ? "aligned" : "narrow") << " rows");
-                const Table table = make_table(f, 19, n_cols, aligned, rng);
-                const int64_t out_stride = n_cols + 5;
-                DeviceBytes d_table = upload(table.bytes);
-                DeviceBytes d_out(sizeof(uint16_t) * static_cast<size_t>(table.n_rows * out_stride));
-                d_out.poison();  // 0xffff: an f16 NaN
-                CUDA_REQUIRE(dequantize_rows_f16(d_table.get(), f, table.n_rows, n_cols, table.row_stride, d_out.get(),
-                                                 out_stride, nullptr));
-                sync_ok();
-                const std::vector<uint16_t> out = download<uint16_t>(d_out);
-                int bad = 0;
-                for (int64_t r = 0; r < table.n_rows; ++r)
-                    for (int64_t c = 0; c < out_stride; ++c) {
-                        const uint16_t g = out[static_cast<size_t>(r * out_stride + c)];
-                        if (c >= n_cols) {
-                            if (g != 0xffff && bad++ < 5) FAIL_CHECK("padding written at row " << r << " col " << c);
-                            continue;
-                        }
-                        // The f32 value (exact, or within 2^-23 for Q4_K/Q5_K) rounded once to
-                        // f16: exactly the f16 nearest the reference, or (K-quants) one f16
-                        // step from it when the f32 rounding crossed a tie.
-                        const double ref = table.values[static_cast<size_t>(r)][static_cast<size_t>(c)];
-                        const double want = f16_to_double(double_to_f16(ref));
-                        const double got = f16_to_double(g);
-                        const double tol = embed_tolerance(f, ref) > 0 ? std::ldexp(std::fabs(ref), -10) + 0x1p-24 : 0.0;
-                        if (!(std::fabs(got - want) <= tol) && bad++ < 5)
-                            FAIL_CHECK("row " << r << " col " << c << ": " << got << " vs " << want << " (" << ref
-                                              << ")");
-                    }
-                CHECK(bad == 0);
+    for_each_table(19, rng, [&](WeightFormat f, const Table& table) {
+        const int64_t n_cols = table.n_cols;
+        const int64_t out_stride = n_cols + 5;
+        DeviceBytes d_table = upload(table.bytes);
+        DeviceBytes d_out(sizeof(uint16_t) * static_cast<size_t>(table.n_rows * out_stride));
+        d_out.poison();  // 0xffff: an f16 NaN
+        CUDA_REQUIRE(dequantize_rows_f16(d_table.get(), f, table.n_rows, n_cols, table.row_stride, d_out.get(),
+                                         out_stride, nullptr));
+        sync_ok();
+        const std::vector<uint16_t> out = download<uint16_t>(d_out);
+        int bad = 0;
+        for (int64_t r = 0; r < table.n_rows; ++r)
+            for (int64_t c = 0; c < out_stride; ++c) {
+                const uint16_t g = out[static_cast<size_t>(r * out_stride + c)];
+                if (c >= n_cols) {
+                    if (g != 0xffff && bad++ < 5) FAIL_CHECK("padding written at row " << r << " col " << c);
+                    continue;
+                }
+                // The f32 value (exact, or within 2^-23 for Q4_K/Q5_K) rounded once to
+                // f16: exactly the f16 nearest the reference, or (K-quants) one f16
+                // step from it when the f32 rounding crossed a tie.
+                const double ref = table.values[static_cast<size_t>(r)][static_cast<size_t>(c)];
+                const double want = f16_to_double(double_to_f16(ref));
+                const double got = f16_to_double(g);
+                const double tol = embed_tolerance(f, ref) > 0 ? std::ldexp(std::fabs(ref), -10) + 0x1p-24 : 0.0;
+                if (!(std::fabs(got - want) <= tol) && bad++ < 5)
+                    FAIL_CHECK("row " << r << " col " << c << ": " << got << " vs " << want << " (" << ref << ")");
             }
+        CHECK(bad == 0);
+    });
 }
 
 TEST_CASE("round_to_half rounds to nearest even, f16 saturating, NaN kept", "[kernels][gpu][embed]") {
@@ -245,9 +245,20 @@ TEST_CASE("round_to_half rounds to nearest even, f16 saturating, NaN kept", "[ke
     INFO("seed " << seed);
     Rng rng(seed);
     std::vector<float> x = uniform(1003, -3.0f, 3.0f, rng);
-    const float specials[] = {0.0f,      -0.0f,     1e5f,    -1e5f, 65519.0f, 65520.0f, 3e38f,
-                              1e-8f,     -3e-6f,    1e-30f,  std::numeric_limits<float>::quiet_NaN(),
-                              std::numeric_limits<float>::infinity(), 1.0f + 0x1p-11f, 1.0f + 0x1p-8f};
+    const float specials[] = {0.0f,
+                              -0.0f,
+                              1e5f,
+                              -1e5f,
+                              65519.0f,
+                              65520.0f,
+                              3e38f,
+                              1e-8f,
+                              -3e-6f,
+                              1e-30f,
+                              std::numeric_limits<float>::quiet_NaN(),
+                              std::numeric_limits<float>::infinity(),
+                              1.0f + 0x1p-11f,
+                              1.0f + 0x1p-8f};
     x.insert(x.end(), std::begin(specials), std::end(specials));
     const auto n = static_cast<int64_t>(x.size());
     DeviceBytes d_x = upload(x);
