@@ -13,6 +13,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <string>
 #include <thread>
 #include <vector>
@@ -85,11 +86,16 @@ inline double max_abs_difference(const std::vector<float>& a, const std::vector<
     return worst;
 }
 
-// max |a[i] - b[i]| relative to the largest |a[i]| (at least 1), as within_contract measures.
-inline double relative_difference(const std::vector<float>& a, const std::vector<float>& b) {
+// The scale a backend's tolerance is relative to: the largest |logit|, at least 1.
+inline double logit_scale(std::span<const float> logits) {
     double scale = 1.0;
-    for (const float v : a) scale = std::max(scale, static_cast<double>(std::fabs(v)));
-    return max_abs_difference(a, b) / scale;
+    for (const float v : logits) scale = std::max(scale, static_cast<double>(std::fabs(v)));
+    return scale;
+}
+
+// max |a[i] - b[i]| relative to logit_scale(a), as within_contract measures.
+inline double relative_difference(const std::vector<float>& a, const std::vector<float>& b) {
+    return max_abs_difference(a, b) / logit_scale(a);
 }
 
 // Whether two logit vectors of one sequence (alone, and in some batch) agree as the
@@ -98,12 +104,7 @@ inline double relative_difference(const std::vector<float>& a, const std::vector
 inline bool within_contract(const std::vector<float>& a, const std::vector<float>& b, const BackendContract& c) {
     if (a.size() != b.size()) return false;
     if (c.batch_invariant) return a == b;
-    double scale = 0, worst = 0;
-    for (size_t i = 0; i < a.size(); ++i) {
-        scale = std::max(scale, static_cast<double>(std::fabs(a[i])));
-        worst = std::max(worst, static_cast<double>(std::fabs(a[i] - b[i])));
-    }
-    return worst <= c.batch_logit_tolerance * std::max(scale, 1.0);
+    return max_abs_difference(a, b) <= c.batch_logit_tolerance * logit_scale(a);
 }
 
 // Greedy tokens `got` (from the engine, batched) continuing `prompt` are what the session
@@ -121,8 +122,7 @@ inline bool greedy_within_contract(const Model& model, const std::vector<int32_t
     const int32_t last = static_cast<int32_t>(prompt.size() - 1), row = 0;
     ex.eval(*seq, prompt, std::span<const int32_t>(&last, 1), logits.data(), {});
     for (const int32_t t : got) {
-        double scale = 1.0;
-        for (const float v : logits) scale = std::max(scale, static_cast<double>(std::fabs(v)));
+        const double scale = logit_scale(logits);
         const float best = logits[static_cast<size_t>(argmax(logits))];
         if (t < 0 || static_cast<size_t>(t) >= logits.size() ||
             best - logits[static_cast<size_t>(t)] > c.batch_logit_tolerance * scale)

@@ -542,13 +542,11 @@ TEST_CASE("plain greedy steps bring back ids, not logits; penalties and sampling
     const auto model = tiny_model(o, "argmax-steps");
     const auto n_vocab = static_cast<int32_t>(o.n_vocab);
     const auto prompt = prompt_of(3, 7, n_vocab);
-    const std::vector<int32_t> want = reference_greedy(*model, prompt, 20);
     {
         auto engine = small_engine(model, 256);
         Session s(engine, 0);
         const auto got = s.generate(prompt, greedy(20)).tokens;
-        REQUIRE(greedy_within_contract(*model, prompt, got));
-        if (model->executor().contract().batch_invariant) REQUIRE(got == want);
+        REQUIRE(greedy_within_contract(*model, prompt, got));  // equal to reference_greedy where batch invariant
         const EngineMetrics m = engine->metrics();
         INFO(m.argmax_steps << " of " << m.steps << " steps");
         REQUIRE(m.argmax_steps == m.steps);  // the prompt's step and every decode step

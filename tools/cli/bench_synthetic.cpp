@@ -1,6 +1,7 @@
 // inlay bench --synthetic: see bench_synthetic.h. Drives the Executor directly (no
-// tokenizer, no engine), so what is timed is the forward passes and the logits' copy to
-// the host, as a decode step of the engine does them.
+// tokenizer, no engine), so what is timed is the forward passes and what comes back to
+// the host, as the engine's steps do them: the logits of a prompt's last token, and the
+// argmax ids of greedy decode steps.
 #include "bench_synthetic.h"
 
 #include <algorithm>
@@ -81,7 +82,7 @@ int run(const SyntheticBench& b) {
     const auto store = ex.new_kv_store(geometry, static_cast<int64_t>(fleet.tables.size() * fleet.tables[0].size()));
     const int64_t ws_tokens = std::max(kChunk, n_batch);
     const auto ws = ex.new_workspace(ws_tokens, std::max<int64_t>(n_batch, 1));
-    std::vector<float> logits(static_cast<size_t>(std::max<int64_t>(n_batch, 1) * spec->n_vocab));
+    std::vector<float> logits(static_cast<size_t>(spec->n_vocab));  // pp's one logit row
     BatchBuilder batch;
     auto token_of = [&](int64_t i) { return static_cast<int32_t>((i * 7919 + 13) % spec->n_vocab); };
 

@@ -30,4 +30,8 @@ void require_f32_vector(DType type, int64_t n_elements, int64_t want, const char
              n_elements, want);
 }
 
+void require_shape(int64_t n_rows, int64_t n_cols, const char* op) {
+    if (n_rows < 0 || n_cols < 0) fail(INLAY_ERR_INTERNAL, "{}: {} rows of {}", op, n_rows, n_cols);
+}
+
 }  // namespace inlay

@@ -22,5 +22,7 @@ void require_batch_fits(int64_t batch_block_size, int64_t batch_n_blocks, const 
 size_t require_matrix_layout(const TensorView& view);
 // A norm weight (or rope factors): f32, `want` elements.
 void require_f32_vector(DType type, int64_t n_elements, int64_t want, const char* op);
+// A matrix shape of n_rows x n_cols, neither negative.
+void require_shape(int64_t n_rows, int64_t n_cols, const char* op);
 
 }  // namespace inlay

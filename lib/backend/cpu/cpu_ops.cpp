@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
-#include <limits>
 
 #if defined(__AVX2__) && defined(__FMA__)
 #include <immintrin.h>
@@ -202,7 +201,7 @@ void CpuBackend::gather_logit_rows(const Buffer& x, const Batch& batch, int64_t 
 }
 
 void CpuBackend::argmax_rows(const Buffer& x, int64_t n_rows, int64_t n_cols, Scratch&, int32_t* ids) {
-    if (n_rows < 0 || n_cols < 0) fail(INLAY_ERR_INTERNAL, "argmax_rows: {} rows of {}", n_rows, n_cols);
+    require_shape(n_rows, n_cols, "argmax_rows");
     require_size(x, n_rows * n_cols, "argmax_rows", "x");
     for (int64_t r = 0; r < n_rows; ++r)
         ids[r] = argmax(std::span<const float>(x.ptr() + r * n_cols, static_cast<size_t>(n_cols)));

@@ -253,7 +253,7 @@ void CudaBackend::gather_logit_rows(const Buffer& x, const Batch& batch, int64_t
 }
 
 void CudaBackend::argmax_rows(const Buffer& x, int64_t n_rows, int64_t n_cols, Scratch& scratch, int32_t* ids) {
-    if (n_rows < 0 || n_cols < 0) fail(INLAY_ERR_INTERNAL, "argmax_rows: {} rows of {}", n_rows, n_cols);
+    require_shape(n_rows, n_cols, "argmax_rows");
     require_size(x, n_rows * n_cols, "argmax_rows", "x");
     if (n_rows > scratch.ids_rows)
         fail(INLAY_ERR_INTERNAL, "argmax_rows: {} rows, the scratch holds {}", n_rows, scratch.ids_rows);
