@@ -74,11 +74,21 @@ struct FloatTile512 {
             for (int t = 0; t < T; ++t) acc[r][t] = _mm512_setzero_ps();
         int64_t i = 0;
         for (; i + 16 <= n; i += 16) {
-            __m512 wv[R];
-            for (int r = 0; r < R; ++r) wv[r] = Wide16<Type>::load(wr[r] + i);
-            for (int t = 0; t < T; ++t) {
-                const __m512 xv = load_x(xr[t] + i);
-                for (int r = 0; r < R; ++r) acc[r][t] = _mm512_fmadd_ps(wv[r], xv, acc[r][t]);
+            if constexpr (WideX) {
+                // One widened weight vector live at a time, the activations as memory
+                // operands of the FMAs: with all R weight vectors live beside the 24
+                // accumulators GCC spilled them and reloaded one per FMA (half speed).
+                for (int r = 0; r < R; ++r) {
+                    const __m512 wv = Wide16<Type>::load(wr[r] + i);
+                    for (int t = 0; t < T; ++t) acc[r][t] = _mm512_fmadd_ps(wv, _mm512_loadu_ps(xr[t] + i), acc[r][t]);
+                }
+            } else {
+                __m512 wv[R];
+                for (int r = 0; r < R; ++r) wv[r] = Wide16<Type>::load(wr[r] + i);
+                for (int t = 0; t < T; ++t) {
+                    const __m512 xv = load_x(xr[t] + i);
+                    for (int r = 0; r < R; ++r) acc[r][t] = _mm512_fmadd_ps(wv[r], xv, acc[r][t]);
+                }
             }
         }
         for (; i + 8 <= n; i += 8) {
