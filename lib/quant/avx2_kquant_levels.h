@@ -86,6 +86,13 @@ inline __m256i broadcast16_pick(int j) {
     return _mm256_set1_epi16(both);
 }
 
+// Shuffle giving int16 lane j in the low 128-bit lane and lane j+1 in the high one.
+inline __m256i pair_pick16(int j) {
+    const auto lo = static_cast<int16_t>((2 * j) | ((2 * j + 1) << 8));
+    const auto hi = static_cast<int16_t>((2 * j + 2) | ((2 * j + 3) << 8));
+    return _mm256_setr_m128i(_mm_set1_epi16(lo), _mm_set1_epi16(hi));
+}
+
 // [sum of a's lanes, sum of b's lanes, the same again]: a super-block's exact integer
 // totals, from the lane sums the maddubs/madd products leave.
 inline __m128i lane_totals(__m256i a, __m256i b) {

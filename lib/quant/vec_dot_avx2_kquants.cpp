@@ -133,13 +133,6 @@ struct AffineKTile {
     }
 };
 
-// Shuffle giving int16 lane j in the low 128-bit lane and lane j+1 in the high one.
-inline __m256i pair_pick16(int j) {
-    const auto lo = static_cast<int16_t>((2 * j) | ((2 * j + 1) << 8));
-    const auto hi = static_cast<int16_t>((2 * j + 2) | ((2 * j + 3) << 8));
-    return _mm256_setr_m128i(_mm_set1_epi16(lo), _mm_set1_epi16(hi));
-}
-
 template <int R>
 void dot_q6_k(int64_t n, float* result, const uint8_t* w, size_t stride, const void* x_row) {
     const auto* x = static_cast<const BlockQ8_K*>(x_row);

@@ -195,26 +195,48 @@ struct Block32Tile512 {
 
 // ---------------------------------------------------------------- Q4_K / Q5_K
 
+// The exact integer totals of a super-block for two rows and one token pair, from the
+// lane sums of the rows' products (s) and mins (m), each vector a token to a 256-bit
+// half: 128-bit lane i of the result is [s0, m0, s1, m1] summed over lane i of each.
+inline __m512i pair_partials(__m512i s0, __m512i m0, __m512i s1, __m512i m1) {
+    const __m512i a = _mm512_add_epi32(_mm512_unpacklo_epi32(s0, m0), _mm512_unpackhi_epi32(s0, m0));
+    const __m512i b = _mm512_add_epi32(_mm512_unpacklo_epi32(s1, m1), _mm512_unpackhi_epi32(s1, m1));
+    return _mm512_add_epi32(_mm512_unpacklo_epi64(a, b), _mm512_unpackhi_epi64(a, b));
+}
+
+// Two pairs' partials (u: tokens 2p, 2p+1; v: the next two) to four tokens' totals:
+// 128-bit lane k is token k's [sumi row 0, summ row 0, sumi row 1, summ row 1].
+inline __m512i token_totals(__m512i u, __m512i v) {
+    return _mm512_add_epi32(_mm512_shuffle_i32x4(u, v, _MM_SHUFFLE(2, 0, 2, 0)),
+                            _mm512_shuffle_i32x4(u, v, _MM_SHUFFLE(3, 1, 3, 1)));
+}
+
 // AffineKTile's arithmetic (vec_dot_avx2_kquants.cpp) with two tokens to a vector: the
 // low half token 2p's sub-block products, the high half token 2p+1's, against one row's
 // levels and scales broadcast to both halves. The integer totals of a super-block are
-// exact whichever way they are added, and each half's totals go into that token's two
-// float accumulators exactly as there (fuse_totals), so the results are the same bits.
-// An odd last token fills both halves (the high half's result is dropped).
+// exact whichever way they are added, so they are reduced for four tokens x two rows at
+// once (pair_partials, token_totals) instead of pair by pair; each total then goes into
+// its own float accumulator lane with fuse_totals' operation, fma(float(total),
+// d_x * d_w, acc) (d_x * dmin for the mins), so the results are the same bits.
+// An odd last token fills both halves (the high half's result is dropped); a single
+// row (R = 1) reduces zeros as its second.
 template <bool Q5>
 struct AffineKTile512 {
     template <int R, int T>
     static void run(int64_t n, float* result, size_t result_stride, const uint8_t* w, size_t w_stride,
                     const uint8_t* x, size_t x_stride) {
+        static_assert(R == 1 || R == 2, "the totals are reduced for two rows");
         using Block = std::conditional_t<Q5, BlockQ5_K, BlockQ4_K>;
-        constexpr int P = (T + 1) / 2;
+        constexpr int P = (T + 1) / 2;  // token pairs
+        constexpr int Q = (P + 1) / 2;  // accumulator vectors: four tokens each
         const Block* wr[R];
-        const BlockQ8_K* xr[2 * P];
+        const BlockQ8_K* xr[4 * Q];
         for (int r = 0; r < R; ++r) wr[r] = row_as<Block>(w, w_stride, r);
-        for (int t = 0; t < 2 * P; ++t) xr[t] = row_as<BlockQ8_K>(x, x_stride, std::min(t, T - 1));
-        __m128 acc[R][2 * P];  // fuse_totals accumulators
-        for (int r = 0; r < R; ++r)
-            for (int t = 0; t < 2 * P; ++t) acc[r][t] = _mm_setzero_ps();
+        for (int t = 0; t < 4 * Q; ++t) xr[t] = row_as<BlockQ8_K>(x, x_stride, std::min(t, T - 1));
+        // Lane 4k + 2r (+1) of acc[q]: token 4q + k, row r, the sumi (summ) accumulator.
+        __m512 acc[Q];
+        for (int q = 0; q < Q; ++q) acc[q] = _mm512_setzero_ps();
+        const __m512i token_of_lane = _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
         for (int64_t b = 0; b < n / kQK_K; ++b) {
             __m512i scales16[R];
             __m256i qh[R];
@@ -257,23 +279,119 @@ struct AffineKTile512 {
             chunk.template operator()<1>();
             chunk.template operator()<2>();
             chunk.template operator()<3>();
-            for (int r = 0; r < R; ++r) {
-                const float dw = f16_to_f32(wr[r][b].d), dmin = f16_to_f32(wr[r][b].dmin);
-                for (int p = 0; p < P; ++p) {
-                    for (int h = 0; h < 2; ++h) {
-                        const int t = 2 * p + h;
-                        const __m256i s = h == 0 ? _mm512_castsi512_si256(sumi[r][p])
-                                                 : _mm512_extracti64x4_epi64(sumi[r][p], 1);
-                        const __m256i m = h == 0 ? _mm512_castsi512_si256(mins[r][p])
-                                                 : _mm512_extracti64x4_epi64(mins[r][p], 1);
-                        acc[r][t] = fuse_totals(lane_totals(s, m), xr[t][b].d * dw, xr[t][b].d * dmin, acc[r][t]);
+            // [d, dmin] of each row as f32 (the blocks start with the two f16 scales),
+            // repeated for every token; times each lane's token's d_x.
+            const __m128i dw_bits = _mm_setr_epi32(static_cast<int32_t>(load_u32(&wr[0][b].d)),
+                                                   R == 2 ? static_cast<int32_t>(load_u32(&wr[R - 1][b].d)) : 0, 0, 0);
+            const __m512 dw = _mm512_broadcast_f32x4(_mm_cvtph_ps(dw_bits));
+            const __m512i zero = _mm512_setzero_si512();
+            for (int q = 0; q < Q; ++q) {
+                const int p0 = 2 * q, p1 = std::min(2 * q + 1, P - 1);
+                const __m512i u = pair_partials(sumi[0][p0], mins[0][p0], R == 2 ? sumi[R - 1][p0] : zero,
+                                                R == 2 ? mins[R - 1][p0] : zero);
+                const __m512i v = pair_partials(sumi[0][p1], mins[0][p1], R == 2 ? sumi[R - 1][p1] : zero,
+                                                R == 2 ? mins[R - 1][p1] : zero);
+                const __m128 dx4 = _mm_setr_ps(xr[4 * q][b].d, xr[4 * q + 1][b].d, xr[4 * q + 2][b].d, xr[4 * q + 3][b].d);
+                const __m512 scale = _mm512_mul_ps(_mm512_permutexvar_ps(token_of_lane, _mm512_castps128_ps512(dx4)), dw);
+                acc[q] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(token_totals(u, v)), scale, acc[q]);
+            }
+        }
+        for (int q = 0; q < Q; ++q) {
+            alignas(64) float lanes[16];
+            _mm512_store_ps(lanes, acc[q]);
+            for (int k = 0; k < 4 && 4 * q + k < T; ++k)
+                for (int r = 0; r < R; ++r)
+                    result[static_cast<size_t>(4 * q + k) * result_stride + static_cast<size_t>(r)] =
+                        lanes[4 * k + 2 * r] - lanes[4 * k + 2 * r + 1];
+        }
+    }
+};
+
+// ---------------------------------------------------------------- Q6_K
+
+// Q6KTile's arithmetic (dot_q6_k's, vec_dot_avx2_kquants.cpp) for two rows with two
+// tokens to a vector, as AffineKTile512 does: the super-block's integer totals are exact
+// in any order, reduced for eight tokens x two rows at once, and each goes into its own
+// accumulator lane with dot_q6_k's fma(float(total), d_x * d_w, acc). Same bits.
+struct Q6KTile512 {
+    template <int R, int T>
+    static void run(int64_t n, float* result, size_t result_stride, const uint8_t* w, size_t w_stride,
+                    const uint8_t* x, size_t x_stride) {
+        static_assert(R == 1 || R == 2, "the totals are reduced for two rows");
+        constexpr int P = (T + 1) / 2;  // token pairs
+        constexpr int Q = (P + 3) / 4;  // accumulator vectors: eight tokens each
+        const BlockQ6_K* wr[R];
+        const BlockQ8_K* xr[8 * Q];
+        for (int r = 0; r < R; ++r) wr[r] = row_as<BlockQ6_K>(w, w_stride, r);
+        for (int t = 0; t < 8 * Q; ++t) xr[t] = row_as<BlockQ8_K>(x, x_stride, std::min(t, T - 1));
+        // pair_partials(pairs 4q, 4q+1 of rows 0, 1) and (4q+2, 4q+3) give, after
+        // token_totals, 128-bit lane k = [row 0, row 1] of tokens 4q' + k%2 + {0, 2} with
+        // q' = 2q + k/2: lane j of block k is token 8q + 4(k/2) + k%2 + 2(j/2), row j%2.
+        const __m512i token_of_lane = _mm512_setr_epi32(0, 0, 2, 2, 1, 1, 3, 3, 4, 4, 6, 6, 5, 5, 7, 7);
+        __m512 acc[Q];
+        for (int q = 0; q < Q; ++q) acc[q] = _mm512_setzero_ps();
+        for (int64_t b = 0; b < n / kQK_K; ++b) {
+            __m256i sc16[R];
+            __m512i sumi[R][P];
+            for (int r = 0; r < R; ++r) sc16[r] = _mm256_cvtepi8_epi16(load16(wr[r][b].scales));
+            for (int p = 0; p < P; ++p) {
+                const __m512i bsums = halves(load32(xr[2 * p][b].bsums), load32(xr[2 * p + 1][b].bsums));
+                for (int r = 0; r < R; ++r) {
+                    // Levels are stored with +32: start from -32 * sum_s scale_s * bsum_s.
+                    const __m512i bias = _mm512_madd_epi16(bsums, _mm512_broadcast_i64x4(sc16[r]));
+                    sumi[r][p] = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_slli_epi32(bias, 5));
+                }
+            }
+            for (int h = 0; h < 2; ++h) {
+                __m256i q[R][4];
+                __m256i scales16[R];  // int16 scales 8h..8h+7 of half h, in both 128-bit lanes
+                for (int r = 0; r < R; ++r) {
+                    q6_levels(wr[r][b], h, q[r]);
+                    scales16[r] = h == 0 ? _mm256_permute2x128_si256(sc16[r], sc16[r], 0x00)
+                                         : _mm256_permute2x128_si256(sc16[r], sc16[r], 0x11);
+                }
+                for (int k = 0; k < 4; ++k) {
+                    // 32 values k of this half use scale 8h+2k (values 0-15) and 8h+2k+1 (16-31).
+                    __m512i levels[R], scale[R];
+                    for (int r = 0; r < R; ++r) {
+                        levels[r] = _mm512_broadcast_i64x4(q[r][k]);
+                        scale[r] = _mm512_broadcast_i64x4(_mm256_shuffle_epi8(scales16[r], pair_pick16(2 * k)));
+                    }
+                    for (int p = 0; p < P; ++p) {
+                        const int8_t* xa = xr[2 * p][b].qs + 128 * h + 32 * k;
+                        const int8_t* xb = xr[2 * p + 1][b].qs + 128 * h + 32 * k;
+                        const __m512i xv = halves(load32(xa), load32(xb));
+                        for (int r = 0; r < R; ++r)
+                            sumi[r][p] = _mm512_add_epi32(
+                                sumi[r][p], _mm512_madd_epi16(_mm512_maddubs_epi16(levels[r], xv), scale[r]));
                     }
                 }
             }
+            const float dw0 = f16_to_f32(wr[0][b].d), dw1 = R == 2 ? f16_to_f32(wr[R - 1][b].d) : 0.0f;
+            const __m512 dw = _mm512_broadcast_f32x4(_mm_setr_ps(dw0, dw1, dw0, dw1));
+            const __m512i zero = _mm512_setzero_si512();
+            auto rows = [&](int r, int p) { return r < R && p < P ? sumi[r][p] : zero; };
+            for (int q = 0; q < Q; ++q) {
+                const int p = 4 * q;
+                const __m512i u = pair_partials(rows(0, p), rows(1, p), rows(0, p + 1), rows(1, p + 1));
+                const __m512i v = pair_partials(rows(0, p + 2), rows(1, p + 2), rows(0, p + 3), rows(1, p + 3));
+                alignas(32) float dx[8];
+                for (int t = 0; t < 8; ++t) dx[t] = xr[8 * q + t][b].d;
+                const __m512 scale =
+                    _mm512_mul_ps(_mm512_permutexvar_ps(token_of_lane, _mm512_castps256_ps512(_mm256_load_ps(dx))), dw);
+                acc[q] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(token_totals(u, v)), scale, acc[q]);
+            }
         }
-        for (int r = 0; r < R; ++r)
-            for (int t = 0; t < T; ++t)
-                result[static_cast<size_t>(t) * result_stride + static_cast<size_t>(r)] = affine_result(acc[r][t]);
+        for (int q = 0; q < Q; ++q) {
+            alignas(64) float lanes[16];
+            _mm512_store_ps(lanes, acc[q]);
+            for (int l = 0; l < 16; ++l) {
+                const int block = l / 4, j = l % 4;
+                const int t = 8 * q + 4 * (block / 2) + block % 2 + 2 * (j / 2), r = j % 2;
+                if (t < T && r < R)
+                    result[static_cast<size_t>(t) * result_stride + static_cast<size_t>(r)] = lanes[l];
+            }
+        }
     }
 };
 
@@ -306,8 +424,9 @@ VecDotTileFn avx512_tile_kernel(DType weight) {
         case DType::BF16: return tiles<FloatTile512<DType::BF16>, 4, 6>;
         case DType::Q4_1: return tiles<Block32Tile512<BlockQ4_1>, 4, 4>;
         case DType::Q5_1: return tiles<Block32Tile512<BlockQ5_1>, 4, 4>;
-        case DType::Q4_K: return tiles<AffineKTile512<false>, 2, 4>;
-        case DType::Q5_K: return tiles<AffineKTile512<true>, 2, 4>;
+        case DType::Q4_K: return tiles<AffineKTile512<false>, 2, 8>;
+        case DType::Q5_K: return tiles<AffineKTile512<true>, 2, 8>;
+        case DType::Q6_K: return tiles<Q6KTile512, 2, 8>;
         default: return nullptr;
     }
 }
