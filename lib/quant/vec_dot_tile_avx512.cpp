@@ -193,23 +193,117 @@ struct Block32Tile512 {
     }
 };
 
-// ---------------------------------------------------------------- Q4_K / Q5_K
-
-// The exact integer totals of a super-block for two rows and one token pair, from the
-// lane sums of the rows' products (s) and mins (m), each vector a token to a 256-bit
-// half: 128-bit lane i of the result is [s0, m0, s1, m1] summed over lane i of each.
-inline __m512i pair_partials(__m512i s0, __m512i m0, __m512i s1, __m512i m1) {
-    const __m512i a = _mm512_add_epi32(_mm512_unpacklo_epi32(s0, m0), _mm512_unpackhi_epi32(s0, m0));
-    const __m512i b = _mm512_add_epi32(_mm512_unpacklo_epi32(s1, m1), _mm512_unpackhi_epi32(s1, m1));
-    return _mm512_add_epi32(_mm512_unpacklo_epi64(a, b), _mm512_unpackhi_epi64(a, b));
+// Horizontal sums of integer lanes for several vectors at once (the tiles below reduce
+// all their (row, token) totals together; integer sums are exact in any order). Each
+// input holds two tokens, one to a 256-bit half (128-bit lanes 0-1 and 2-3).
+// 128-bit lane i of the result: [a, b, c, d], each the sum of its own 128-bit lane i.
+inline __m512i pair_partials(__m512i a, __m512i b, __m512i c, __m512i d) {
+    const __m512i ab = _mm512_add_epi32(_mm512_unpacklo_epi32(a, b), _mm512_unpackhi_epi32(a, b));
+    const __m512i cd = _mm512_add_epi32(_mm512_unpacklo_epi32(c, d), _mm512_unpackhi_epi32(c, d));
+    return _mm512_add_epi32(_mm512_unpacklo_epi64(ab, cd), _mm512_unpackhi_epi64(ab, cd));
 }
 
-// Two pairs' partials (u: tokens 2p, 2p+1; v: the next two) to four tokens' totals:
-// 128-bit lane k is token k's [sumi row 0, summ row 0, sumi row 1, summ row 1].
+// Two pair_partials results to whole 256-bit halves: 128-bit lane k of the result is
+// u's first token, u's second, v's first, v's second, each [a, b, c, d] summed over the
+// token's half.
 inline __m512i token_totals(__m512i u, __m512i v) {
     return _mm512_add_epi32(_mm512_shuffle_i32x4(u, v, _MM_SHUFFLE(2, 0, 2, 0)),
                             _mm512_shuffle_i32x4(u, v, _MM_SHUFFLE(3, 1, 3, 1)));
 }
+
+// ---------------------------------------------------------------- block-sum types
+
+// Unsigned levels of a Q8_0 / Q4_0 / Q5_0 block and their offset (value = level -
+// offset): Q8_0's signed values become (w + 128).
+template <class Block>
+struct SumLevels {
+    static constexpr int kOffset = Block32<Block>::kOffset;
+    static __m256i levels(const Block& b) { return Block32<Block>::levels(b); }
+};
+template <>
+struct SumLevels<BlockQ8_0> {
+    static constexpr int kOffset = 128;
+    static __m256i levels(const BlockQ8_0& b) { return _mm256_xor_si256(load32(b.qs), _mm256_set1_epi8(-128)); }
+};
+
+// BlockSumTile's arithmetic (vec_dot_tile_avx2.cpp; dot_block_sums' order: per (row,
+// token) one float fused with each block's whole integer dot) with two tokens to a
+// vector: eight rows' levels broadcast to both halves, one dpbusd per row for a token
+// pair started from -offset * sum x (exactly sum (level - offset) x), the eight rows'
+// block sums reduced together, and fma(float(sum), d_w * d_x, acc) per lane. Same bits.
+// A single row (the rest of a matrix whose rows are not a multiple of 8) goes alone.
+template <class Block>
+struct BlockSumTile512 {
+    template <int R, int T>
+    static void run(int64_t n, float* result, size_t result_stride, const uint8_t* w, size_t w_stride,
+                    const uint8_t* x, size_t x_stride) {
+        static_assert(R == 1 || R == 8);
+        constexpr int P = (T + 1) / 2;  // token pairs; an odd last token fills both halves
+        const Block* wr[R];
+        const BlockQ8_0* xr[2 * P];
+        for (int r = 0; r < R; ++r) wr[r] = row_as<Block>(w, w_stride, r);
+        for (int t = 0; t < 2 * P; ++t) xr[t] = row_as<BlockQ8_0>(x, x_stride, std::min(t, T - 1));
+        const __m512i offset = _mm512_set1_epi8(static_cast<char>(SumLevels<Block>::kOffset));
+        // Lanes of acc[p] (see below): rows 0-3 of token 2p, rows 0-3 of token 2p+1, rows
+        // 4-7 of token 2p, rows 4-7 of token 2p+1.
+        const __m512i row_of_lane = _mm512_setr_epi32(0, 1, 2, 3, 0, 1, 2, 3, 4, 5, 6, 7, 4, 5, 6, 7);
+        const __m512i token_of_lane = _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, 1);
+        __m512 acc[P];
+        float acc1[2 * P];
+        for (int p = 0; p < P; ++p) acc[p] = _mm512_setzero_ps();
+        for (int t = 0; t < 2 * P; ++t) acc1[t] = 0.0f;
+        for (int64_t b = 0; b < n / kQK8_0; ++b) {
+            __m512i levels[R];
+            for (int r = 0; r < R; ++r) levels[r] = _mm512_broadcast_i64x4(SumLevels<Block>::levels(wr[r][b]));
+            __m512 dw;
+            if constexpr (R == 8) {
+                const __m256 dw8 = _mm256_cvtph_ps(_mm_setr_epi16(
+                    static_cast<int16_t>(wr[0][b].d), static_cast<int16_t>(wr[1][b].d), static_cast<int16_t>(wr[2][b].d),
+                    static_cast<int16_t>(wr[3][b].d), static_cast<int16_t>(wr[4][b].d), static_cast<int16_t>(wr[5][b].d),
+                    static_cast<int16_t>(wr[6][b].d), static_cast<int16_t>(wr[7][b].d)));
+                dw = _mm512_permutexvar_ps(row_of_lane, _mm512_castps256_ps512(dw8));
+            }
+            for (int p = 0; p < P; ++p) {
+                const __m512i xv = halves(load32(xr[2 * p][b].qs), load32(xr[2 * p + 1][b].qs));
+                const __m512i start = _mm512_sub_epi32(_mm512_setzero_si512(),
+                                                       _mm512_dpbusd_epi32(_mm512_setzero_si512(), offset, xv));
+                if constexpr (R == 8) {
+                    __m512i d[8];
+                    for (int r = 0; r < 8; ++r) d[r] = _mm512_dpbusd_epi32(start, levels[r], xv);
+                    const __m512i lo = pair_partials(d[0], d[1], d[2], d[3]);
+                    const __m512i hi = pair_partials(d[4], d[5], d[6], d[7]);
+                    const __m512i sums = token_totals(lo, hi);
+                    const __m128 dx2 = _mm_cvtph_ps(_mm_setr_epi16(static_cast<int16_t>(xr[2 * p][b].d),
+                                                                   static_cast<int16_t>(xr[2 * p + 1][b].d), 0, 0, 0, 0, 0, 0));
+                    const __m512 scale = _mm512_mul_ps(dw, _mm512_permutexvar_ps(token_of_lane, _mm512_castps128_ps512(dx2)));
+                    acc[p] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums), scale, acc[p]);
+                } else {
+                    const __m512i d = _mm512_dpbusd_epi32(start, levels[0], xv);
+                    const float dw1 = f16_to_f32(wr[0][b].d);
+                    const int32_t s0 = hsum(_mm512_castsi512_si256(d)), s1 = hsum(_mm512_extracti64x4_epi64(d, 1));
+                    acc1[2 * p] = std::fma(static_cast<float>(s0), dw1 * f16_to_f32(xr[2 * p][b].d), acc1[2 * p]);
+                    acc1[2 * p + 1] =
+                        std::fma(static_cast<float>(s1), dw1 * f16_to_f32(xr[2 * p + 1][b].d), acc1[2 * p + 1]);
+                }
+            }
+        }
+        for (int p = 0; p < P; ++p) {
+            if constexpr (R == 8) {
+                alignas(64) float lanes[16];
+                _mm512_store_ps(lanes, acc[p]);
+                for (int l = 0; l < 16; ++l) {
+                    const int t = 2 * p + (l / 4) % 2, r = 4 * (l / 8) + l % 4;
+                    if (t < T) result[static_cast<size_t>(t) * result_stride + static_cast<size_t>(r)] = lanes[l];
+                }
+            } else {
+                for (int h = 0; h < 2 && 2 * p + h < T; ++h)
+                    result[static_cast<size_t>(2 * p + h) * result_stride] = acc1[2 * p + h];
+            }
+        }
+    }
+};
+
+// ---------------------------------------------------------------- Q4_K / Q5_K
 
 // AffineKTile's arithmetic (vec_dot_avx2_kquants.cpp) with two tokens to a vector: the
 // low half token 2p's sub-block products, the high half token 2p+1's, against one row's
@@ -422,6 +516,9 @@ VecDotTileFn avx512_tile_kernel(DType weight) {
     switch (weight) {
         case DType::F16: return tiles<FloatTile512<DType::F16>, 4, 6>;
         case DType::BF16: return tiles<FloatTile512<DType::BF16>, 4, 6>;
+        case DType::Q8_0: return tiles<BlockSumTile512<BlockQ8_0>, 8, 6>;
+        case DType::Q4_0: return tiles<BlockSumTile512<BlockQ4_0>, 8, 6>;
+        case DType::Q5_0: return tiles<BlockSumTile512<BlockQ5_0>, 8, 6>;
         case DType::Q4_1: return tiles<Block32Tile512<BlockQ4_1>, 4, 4>;
         case DType::Q5_1: return tiles<Block32Tile512<BlockQ5_1>, 4, 4>;
         case DType::Q4_K: return tiles<AffineKTile512<false>, 2, 8>;
