@@ -74,6 +74,49 @@ cudaError_t round_to_half(const float* x, int64_t n, HalfType type, void* out, c
 cudaError_t argmax_rows(const float* x, int64_t n_rows, int64_t n_cols, int64_t x_stride, int32_t* ids,
                         cudaStream_t stream);
 
+// Sampling: ids[r] = the token drawn from row r with params[r], by the host sampler's
+// rule (lib/sampling/sampler.h), so that the same logits, parameters and draw give the same
+// token on the host and here:
+//  1. Penalties, in place in x: for each of the row's penalty entries (token, count),
+//     pairs[params.penalty_begin + i] for i < penalty_count (distinct tokens),
+//     x[token] = (x > 0 ? x / repeat : x * repeat) - (float(count) * frequency + presence),
+//     each operation rounded to float.
+//  2. temperature <= 0: the argmax of the row (argmax_rows' rule).
+//  3. Otherwise top_k (1 <= top_k <= kSampleMaxTopK): the top_k best non-NaN values,
+//     best = larger value, then lower index (-0 and +0 equal); fewer when fewer are not
+//     NaN; -1 when none is. If the best is -inf, its index. Then, over that set sorted
+//     best first, in double: w1[i] = exp((v[i] - v[0]) * 1) (1 when v[i] == v[0]); with
+//     min_p > 0, the prefix whose v - v[0] >= log_min_p (the first always); with
+//     top_p < 1, the shortest prefix whose running sum of w1 (added one by one in order)
+//     reaches top_p * (sum of all top_k w1, added in order), else all. The survivors
+//     sorted by index get w[i] = exp((v[i] - v[0]) * inv_temperature) (1 at v[0]); the
+//     token is the first whose running sum exceeds u * (their sum), each added in index
+//     order; when rounding keeps every sum at or below, the last with w > 0.
+// Doubles add and multiply one rounding at a time; exp is CUDA's (within 1 ulp of the
+// host's), so a draw differs from the host's only where a sum lands within an ulp of its
+// target. Rows are x_stride floats apart; params, pairs and ids are device memory.
+constexpr int32_t kSampleMaxTopK = 1024;
+struct SampleRowParams {
+    float temperature;
+    int32_t top_k;
+    float top_p;
+    float min_p;
+    double inv_temperature;
+    double log_min_p;
+    double u;
+    float repeat_penalty;
+    float frequency_penalty;
+    float presence_penalty;
+    int32_t penalty_begin;
+    int32_t penalty_count;
+};
+struct PenaltyPair {
+    int32_t token;
+    int32_t count;
+};
+cudaError_t sample_rows(float* x, int64_t n_rows, int64_t n_cols, int64_t x_stride, const SampleRowParams* params,
+                        const PenaltyPair* pairs, int32_t* ids, cudaStream_t stream);
+
 // ---------------------------------------------------------------------------------------
 // RMSNorm. out[r][c] = x[r][c] * (1 / sqrt(mean_c(x[r][c]^2) + eps)) * w[c] for
 // r < n_rows, c < n_cols. w: f32[n_cols]. out may be x (same stride) for in place.

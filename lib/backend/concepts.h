@@ -26,6 +26,7 @@
 
 #include "backend/common/batch.h"
 #include "backend/common/kv_geometry.h"
+#include "backend/common/sample_rows.h"
 #include "core/dtype.h"
 #include "core/tensor_view.h"
 
@@ -81,7 +82,7 @@ concept Backend = requires(B& b, const B& cb, typename B::Buffer& buf, const typ
                            const BatchLimits& limits,
                            const KvGeometry& geometry, const RopeParams& rope, float* host, const float* chost,
                            int64_t n, float f, std::span<std::byte> bytes, std::span<const std::byte> cbytes,
-                           int32_t* ids) {
+                           int32_t* ids, const SampleRows& sample) {
     typename B::Buffer;     // device float32 storage
     typename B::Weight;     // a weight prepared for this device (any supported DType)
     typename B::KvStorage;  // paged K/V blocks for all layers
@@ -136,6 +137,10 @@ concept Backend = requires(B& b, const B& cb, typename B::Buffer& buf, const typ
     // Greedy sampling where the logits are: ids[r] = the first index of row r's largest
     // value, NaN never, -1 when the row is all NaN (n_rows, n_cols; host ids, waits).
     b.argmax_rows(cbuf, n, n, scratch, ids);
+    // Sampling where the logits are: ids[r] = the token the Sampler would draw from row r
+    // with the row's parameters, penalties and draw (sample_rows.h; the penalties are
+    // applied to the rows in place), -1 when the row is all NaN (n_rows, n_cols; waits).
+    b.sample_rows(buf, n, n, sample, scratch, ids);
 };
 
 }  // namespace inlay

@@ -41,6 +41,8 @@ public:
     [[nodiscard]] std::unique_ptr<StepWorkspace> new_workspace(int64_t max_tokens, int64_t max_logit_rows) const override;
     void step(KvStore& kv, StepWorkspace& ws, const BatchDesc& batch, float* logits) const override;
     void step_argmax(KvStore& kv, StepWorkspace& ws, const BatchDesc& batch, int32_t* ids) const override;
+    void step_sample(KvStore& kv, StepWorkspace& ws, const BatchDesc& batch, const SampleRows& rows,
+                     int32_t* ids) const override;
     void copy_block(KvStore& kv, int32_t src, int32_t dst) const override;
     void read_block(const KvStore& kv, int32_t block, std::span<std::byte> out) const override;
     void write_block(KvStore& kv, int32_t block, std::span<const std::byte> in) const override;
@@ -49,7 +51,8 @@ public:
     [[nodiscard]] const Decoder<B>& decoder() const { return *decoder_; }
 
 private:
-    void forward_step(KvStore& kv, StepWorkspace& ws, const BatchDesc& batch, float* logits, int32_t* ids) const;
+    void forward_step(KvStore& kv, StepWorkspace& ws, const BatchDesc& batch, float* logits, int32_t* ids,
+                      const SampleRows* sampling = nullptr) const;
 
     std::unique_ptr<B> backend_;
     std::unique_ptr<Decoder<B>> decoder_;

@@ -160,14 +160,20 @@ void BackendExecutor<B>::step_argmax(KvStore& kv, StepWorkspace& ws, const Batch
 }
 
 template <Backend B>
+void BackendExecutor<B>::step_sample(KvStore& kv, StepWorkspace& ws, const BatchDesc& batch, const SampleRows& rows,
+                                     int32_t* ids) const {
+    forward_step(kv, ws, batch, nullptr, ids, &rows);
+}
+
+template <Backend B>
 void BackendExecutor<B>::forward_step(KvStore& kv, StepWorkspace& ws, const BatchDesc& batch, float* logits,
-                                      int32_t* ids) const {
+                                      int32_t* ids, const SampleRows* sampling) const {
     auto& store = detail::store_of<detail::BackendKvStore<B>>(kv, device_);
     auto* work = dynamic_cast<detail::BackendWorkspace<B>*>(&ws);
     if (!work) fail(INLAY_ERR_INTERNAL, "a workspace of another executor given to the executor of '{}'", device_);
     std::unique_lock lock(forward_mutex_, std::defer_lock);
     if constexpr (!B::kConcurrentForward) lock.lock();
-    decoder_->forward(batch, store.storage_, work->ws_, logits, ids);  // validates the batch once
+    decoder_->forward(batch, store.storage_, work->ws_, logits, ids, sampling);  // validates the batch once
 }
 
 template <Backend B>

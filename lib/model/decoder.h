@@ -56,12 +56,13 @@ public:
 
     // Runs the batch's tokens through the model, storing their K/V in `kv`, and writes
     // the logits of its logit rows to logits_out (host; n_logit_rows * n_vocab floats)
-    // when it is not null, and each logit row's argmax (Backend::argmax_rows) to
-    // argmax_out (n_logit_rows ids) when that is not null.
+    // when it is not null, and to ids_out (n_logit_rows ids) when that is not null: each
+    // logit row's argmax (Backend::argmax_rows), or with `sampling` the token drawn from it
+    // (Backend::sample_rows).
     // The batch is validated once here (validate_batch): token ids (INLAY_ERR_INVALID_TOKEN),
     // block ids, positions and sizes (INLAY_ERR_INTERNAL).
     void forward(const BatchDesc& batch, typename B::KvStorage& kv, Workspace& ws, float* logits_out,
-                 int32_t* argmax_out = nullptr) const;
+                 int32_t* ids_out = nullptr, const SampleRows* sampling = nullptr) const;
 
 private:
     B& backend_;

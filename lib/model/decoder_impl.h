@@ -121,7 +121,7 @@ typename Decoder<B>::Workspace Decoder<B>::make_workspace(int64_t max_tokens, in
 
 template <Backend B>
 void Decoder<B>::forward(const BatchDesc& batch, typename B::KvStorage& kv, Workspace& ws, float* logits_out,
-                         int32_t* argmax_out) const {
+                         int32_t* ids_out, const SampleRows* sampling) const {
     const DecoderSpec& s = spec_;
     const int64_t n = batch.n_tokens();
     const int64_t n_rows = batch.n_logit_rows();
@@ -159,7 +159,8 @@ void Decoder<B>::forward(const BatchDesc& batch, typename B::KvStorage& kv, Work
     b.gather_logit_rows(ws.x, ws.batch, s.n_embd, ws.xn);
     b.rms_norm(ws.xn, output_norm_, s.rms_eps, n_rows, s.n_embd, ws.rows);
     b.matmul(output_, ws.rows, n_rows, ws.logits, ws.scratch);
-    if (argmax_out) b.argmax_rows(ws.logits, n_rows, s.n_vocab, ws.scratch, argmax_out);
+    if (ids_out && sampling) b.sample_rows(ws.logits, n_rows, s.n_vocab, *sampling, ws.scratch, ids_out);
+    else if (ids_out) b.argmax_rows(ws.logits, n_rows, s.n_vocab, ws.scratch, ids_out);
     if (logits_out) b.read(ws.logits, 0, n_rows * s.n_vocab, logits_out);
 }
 

@@ -98,6 +98,11 @@ public:
     // (n_logit_rows of them: the first index of the largest logit, NaN never, -1 when a
     // row is all NaN) instead of its logits, so that a device hands back only ids.
     virtual void step_argmax(KvStore& kv, StepWorkspace& ws, const BatchDesc& batch, int32_t* ids) const = 0;
+    // The same pass for sampling where the logits are: writes the token drawn from each
+    // logit row by rows.rows[r] (Backend::sample_rows: the Sampler's rule with the draw the
+    // host made; -1 when a row is all NaN) to ids.
+    virtual void step_sample(KvStore& kv, StepWorkspace& ws, const BatchDesc& batch, const SampleRows& rows,
+                             int32_t* ids) const = 0;
     // Whole blocks, in the canonical layout [layer][k|v][kv_head][slot][head_dim]. They
     // may run concurrently with step() on blocks that step does not write.
     virtual void copy_block(KvStore& kv, int32_t src, int32_t dst) const = 0;

@@ -1,7 +1,7 @@
 // Row codecs of the single-scale block types (Q8_0, Q4_0, Q1_0) and of Q8_K.
 // The quantizers reproduce llama.cpp's reference algorithms operation for operation
 // (same float expressions, same rounding), which is what makes them byte-identical.
-#include "quant/no_fp_contract.h"
+#include "core/no_fp_contract.h"
 
 #include <algorithm>
 #include <cmath>

@@ -10,7 +10,7 @@
 //
 // The weights favour large-magnitude values a little (w = rms + |x| for the affine
 // types, as llama.cpp does; w = rms^2 + x^2 for Q6_K), since those dominate dot products.
-#include "quant/no_fp_contract.h"  // the dequantizers round like llama.cpp's (d * q, then - m)
+#include "core/no_fp_contract.h"  // the dequantizers round like llama.cpp's (d * q, then - m)
 
 #include <algorithm>
 #include <cmath>

@@ -7,7 +7,7 @@
 // the scale is computed in float and rounded to f16 only when stored, while the levels
 // use the unrounded scale; levels are found by truncating x/d plus one half (round half
 // up), clamped at the top level.
-#include "quant/no_fp_contract.h"
+#include "core/no_fp_contract.h"
 
 #include <cfloat>
 #include <cmath>

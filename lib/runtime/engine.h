@@ -55,6 +55,10 @@ struct EngineOptions {
     int64_t step_tokens = 512;    // tokens per forward pass (decode tokens + prefill chunks)
     int64_t max_running = 64;     // sequences in one step at most
     int64_t max_logit_rows = 128; // logit rows per step (decode rows + logits requests)
+    // Sample on the device that holds the logits when every row of a step allows it
+    // (Sampler::device_samplable): only token ids come back. Off: logits come back and
+    // the host samples (the same tokens: the tests compare both).
+    bool sample_on_device = true;
 };
 
 // Counters since the engine started, and the state now.
@@ -73,6 +77,7 @@ struct EngineMetrics {
     int64_t prefix_tokens_reused = 0; // prompt tokens found in the prefix cache
     int64_t steps = 0;
     int64_t argmax_steps = 0;         // steps whose rows were all plain greedy: ids came back, not logits
+    int64_t sampled_steps = 0;        // steps sampled where the logits are (sample_rows): ids came back
     double step_seconds_total = 0.0;  // forward passes, sampling included
     double step_seconds_max = 0.0;
     double step_seconds_last = 0.0;
@@ -152,6 +157,12 @@ private:
     void plan_locked(std::vector<Entry>& plan, std::unique_lock<std::mutex>& lock);
     bool reserve_locked(Request& req, int64_t n, std::vector<Entry>& plan, std::unique_lock<std::mutex>& lock);
     void run_step(std::vector<Entry>& plan);
+    // Chooses the step's output (StepOutput) and, to sample on the device, describes every
+    // logit row and draws the rows' random numbers.
+    void plan_step_output(std::vector<Entry>& plan);
+    // Whether applying the entry samples a token (apply_locked's rule): the end of a
+    // generate request's input, with room for a token.
+    [[nodiscard]] static bool samples_token(const Entry& e);
     void apply_locked(std::vector<Entry>& plan);
     void end_locked(Request& req, StopReason reason, inlay_status status, std::string error);
     // The message of a failed sampling step; it names the model when its logits are at fault.
@@ -201,8 +212,13 @@ private:
     int64_t block_size_ = 0;
     std::unique_ptr<StepWorkspace> workspace_;  // scheduler thread only
     ZeroedArray<float> step_logits_;            // scheduler thread only (resident as rows are used)
-    std::vector<int32_t> step_ids_;             // scheduler thread: the rows' argmax when step_argmax_
-    bool step_argmax_ = false;                  // this step asked for ids only (every row plain greedy)
+    // What the step's pass hands back: every row's logits, or one id per row (its argmax
+    // when every row is plain greedy, else the token sample_rows drew).
+    enum class StepOutput { logits, argmax, sampled };
+    StepOutput step_output_ = StepOutput::logits;  // scheduler thread
+    std::vector<int32_t> step_ids_;             // scheduler thread: the rows' ids (argmax, sampled)
+    std::vector<RowSampling> step_rows_;        // scheduler thread: the rows' sampling (sampled)
+    std::vector<PenaltyEntry> step_penalties_;
     BatchBuilder step_batch_;                   // scheduler thread only: reused step after step
     inlay_status step_status_ = INLAY_OK;       // outcome of the last forward pass (scheduler thread)
     std::string step_error_;

@@ -20,6 +20,7 @@ struct Engine::Entry {
     // tokens of a long catch-up fed to the draft model instead of drafting.
     int32_t k_max = 0;
     int64_t draft_catchup = 0;
+    bool device_sampled = false;  // the step's sample_rows drew this entry's token
     [[nodiscard]] bool drafts() const { return k_max > 0 || draft_catchup > 0; }
 };
 

@@ -300,6 +300,56 @@ void Engine::register_full_blocks(Sequence& seq, int64_t from_tokens) {
     }
 }
 
+bool Engine::samples_token(const Entry& e) {
+    const Request& req = *e.req;
+    const Sequence& seq = *req.seq_;
+    const auto n_tokens = static_cast<int64_t>(seq.tokens_.size());
+    return req.kind == Request::Kind::generate && req.drafts_.empty() && req.sampler_ && e.n_rows > 0 &&
+           e.start + e.n == n_tokens && req.max_tokens != 0 && n_tokens < seq.context_length_;
+}
+
+void Engine::plan_step_output(std::vector<Entry>& plan) {
+    // Ids alone come back when the device can choose every row's token (a GPU then sends
+    // a few bytes per sequence instead of n_vocab floats): argmax when every row is plain
+    // greedy, sample_rows when every row's chain allows it.
+    bool argmax = true, device = options_.sample_on_device;
+    for (Entry& e : plan) {
+        e.device_sampled = false;
+        if (e.n_rows == 0) continue;
+        const Request& req = *e.req;
+        const bool generates = req.kind == Request::Kind::generate && req.drafts_.empty() && req.sampler_;
+        if (!(generates && req.sampler_->plain_argmax())) argmax = false;
+        if (!(generates && req.sampler_->device_samplable())) device = false;
+    }
+    step_output_ = argmax ? StepOutput::argmax : StepOutput::logits;
+    if (argmax || !device) return;
+    // Every row gets a description (greedy for rows whose entry samples nothing); only
+    // the rows that sample consume a random number, as sample() would.
+    step_rows_.assign(static_cast<size_t>(step_batch_.n_logit_rows()), RowSampling{});
+    step_penalties_.clear();
+    try {
+        for (Entry& e : plan) {
+            if (!samples_token(e)) continue;
+            Request& req = *e.req;
+            const auto begin = static_cast<int64_t>(step_penalties_.size());
+            req.sampler_->device_penalties(req.seq_->tokens_, step_penalties_);
+            step_rows_[static_cast<size_t>(e.row)].penalty_begin = static_cast<int32_t>(begin);
+            step_rows_[static_cast<size_t>(e.row)].penalty_count =
+                static_cast<int32_t>(static_cast<int64_t>(step_penalties_.size()) - begin);
+            if (static_cast<int64_t>(step_penalties_.size()) > kMaxSamplePenalties) return;  // the host samples
+        }
+    } catch (const Error&) {
+        return;  // a bad history: the host's sample() reports it for its request
+    }
+    for (Entry& e : plan) {
+        if (!samples_token(e)) continue;
+        RowSampling& row = step_rows_[static_cast<size_t>(e.row)];
+        row = e.req->sampler_->device_row(row.penalty_begin, row.penalty_count);
+        e.device_sampled = true;
+    }
+    step_output_ = StepOutput::sampled;
+}
+
 void Engine::run_step(std::vector<Entry>& plan) {
     // Built without the lock: the planned sequences belong to this thread until apply.
     const auto t_draft = Clock::now();
@@ -307,15 +357,6 @@ void Engine::run_step(std::vector<Entry>& plan) {
     const double draft_seconds = std::chrono::duration<double>(Clock::now() - t_draft).count();
     BatchBuilder& batch = step_batch_;
     batch.clear();
-    // When every row's sampler is a plain argmax, the device returns the ids alone (a GPU
-    // then sends back a few bytes per sequence instead of n_vocab floats).
-    step_argmax_ = true;
-    for (Entry& e : plan) {
-        const Request& req = *e.req;
-        if (e.n_rows > 0 && !(req.kind == Request::Kind::generate && req.drafts_.empty() && req.sampler_ &&
-                              req.sampler_->plain_argmax()))
-            step_argmax_ = false;
-    }
     for (Entry& e : plan) {
         Request& req = *e.req;
         const Sequence& seq = *req.seq_;
@@ -333,12 +374,20 @@ void Engine::run_step(std::vector<Entry>& plan) {
         if (e.n_rows > 0) e.row = batch.n_logit_rows();
         batch.add_tokens(s, tokens, e.start, e.n_rows);
     }
+    plan_step_output(plan);
     const auto t0 = Clock::now();
     step_status_ = INLAY_OK;
     step_error_.clear();
     try {
-        if (step_argmax_) model_->executor().step_argmax(pool_->store(), *workspace_, batch.desc(), step_ids_.data());
-        else model_->executor().step(pool_->store(), *workspace_, batch.desc(), step_logits_.data());
+        const Executor& ex = model_->executor();
+        switch (step_output_) {
+        case StepOutput::argmax: ex.step_argmax(pool_->store(), *workspace_, batch.desc(), step_ids_.data()); break;
+        case StepOutput::sampled:
+            ex.step_sample(pool_->store(), *workspace_, batch.desc(), SampleRows{step_rows_, step_penalties_},
+                           step_ids_.data());
+            break;
+        case StepOutput::logits: ex.step(pool_->store(), *workspace_, batch.desc(), step_logits_.data()); break;
+        }
     } catch (const Error& e) {
         step_status_ = e.status();
         step_error_ = e.what();
@@ -400,10 +449,19 @@ void Engine::apply_locked(std::vector<Entry>& plan) {
         }
         int32_t token = -1;
         try {
-            token = step_argmax_ ? req.sampler_->from_argmax(step_ids_[static_cast<size_t>(e.row)])
-                                 : req.sampler_->sample(std::span<const float>(step_logits_.data() + e.row * n_vocab,
-                                                                               static_cast<size_t>(n_vocab)),
-                                                        seq.tokens_);
+            const int32_t id = step_ids_[static_cast<size_t>(e.row)];
+            switch (step_output_) {
+            case StepOutput::argmax: token = req.sampler_->from_argmax(id); break;
+            case StepOutput::sampled:
+                if (!e.device_sampled) fail(INLAY_ERR_INTERNAL, "a step sampled on the device skipped a sampling row");
+                token = req.sampler_->from_device(id);
+                break;
+            case StepOutput::logits:
+                token = req.sampler_->sample(
+                    std::span<const float>(step_logits_.data() + e.row * n_vocab, static_cast<size_t>(n_vocab)),
+                    seq.tokens_);
+                break;
+            }
         } catch (const Error& err) {
             end_locked(req, StopReason::none, err.status(), sampling_failure(err));
             continue;
@@ -416,7 +474,8 @@ void Engine::apply_locked(std::vector<Entry>& plan) {
     }
     const double seconds = step_seconds_ + std::chrono::duration<double>(Clock::now() - t0).count();
     ++counters_.steps;
-    if (step_argmax_) ++counters_.argmax_steps;
+    if (step_output_ == StepOutput::argmax) ++counters_.argmax_steps;
+    if (step_output_ == StepOutput::sampled) ++counters_.sampled_steps;
     counters_.step_seconds_total += seconds;
     counters_.step_seconds_last = seconds;
     counters_.step_seconds_max = std::max(counters_.step_seconds_max, seconds);

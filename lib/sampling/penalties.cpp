@@ -1,3 +1,7 @@
+// Rounded after every operation: a device applies the same penalties (sample_rows) and
+// must get the same bits.
+#include "core/no_fp_contract.h"
+
 #include "sampling/penalties.h"
 
 #include <cstddef>
@@ -6,22 +10,36 @@
 
 namespace inlay {
 
+namespace {
+
+void require_window_tokens(std::span<const int32_t> window, int64_t n_vocab) {
+    for (const int32_t token : window) {
+        if (token < 0 || token >= n_vocab)
+            fail(INLAY_ERR_INVALID_TOKEN, "sampling: history token {} is outside the vocabulary (0..{})", token,
+                 n_vocab - 1);
+    }
+}
+
+}  // namespace
+
 std::span<const int32_t> penalty_window(std::span<const int32_t> history, const SamplingParams& params) noexcept {
     if (params.penalty_last_n < 0) return history;
     const size_t n = static_cast<size_t>(params.penalty_last_n);
     return n >= history.size() ? history : history.last(n);
 }
 
+float penalized_logit(float logit, int32_t count, float repeat_penalty, float frequency_penalty,
+                      float presence_penalty) noexcept {
+    logit = logit > 0.0f ? logit / repeat_penalty : logit * repeat_penalty;
+    const float frequency = static_cast<float>(count) * frequency_penalty;
+    return logit - (frequency + presence_penalty);
+}
+
 void apply_penalties(std::span<float> logits, std::span<const int32_t> history, const SamplingParams& params,
                      std::vector<int32_t>& counts) {
     if (!penalties_active(params)) return;
     const std::span<const int32_t> window = penalty_window(history, params);
-    const auto n_vocab = static_cast<int64_t>(logits.size());
-    for (const int32_t token : window) {
-        if (token < 0 || token >= n_vocab)
-            fail(INLAY_ERR_INVALID_TOKEN, "sampling: history token {} is outside the vocabulary (0..{})", token,
-                 n_vocab - 1);
-    }
+    require_window_tokens(window, static_cast<int64_t>(logits.size()));
     if (counts.size() < logits.size()) counts.resize(logits.size(), 0);
 
     for (const int32_t token : window) ++counts[static_cast<size_t>(token)];
@@ -32,9 +50,23 @@ void apply_penalties(std::span<float> logits, std::span<const int32_t> history, 
         const int32_t count = counts[t];
         if (count == 0) continue;
         counts[t] = 0;
-        float& logit = logits[t];
-        logit = logit > 0.0f ? logit / params.repeat_penalty : logit * params.repeat_penalty;
-        logit -= static_cast<float>(count) * params.frequency_penalty + params.presence_penalty;
+        logits[t] = penalized_logit(logits[t], count, params.repeat_penalty, params.frequency_penalty,
+                                    params.presence_penalty);
+    }
+}
+
+void append_penalty_entries(std::span<const int32_t> history, const SamplingParams& params, int64_t n_vocab,
+                            std::vector<int32_t>& counts, std::vector<PenaltyEntry>& out) {
+    if (!penalties_active(params)) return;
+    const std::span<const int32_t> window = penalty_window(history, params);
+    require_window_tokens(window, n_vocab);
+    if (counts.size() < static_cast<size_t>(n_vocab)) counts.resize(static_cast<size_t>(n_vocab), 0);
+    for (const int32_t token : window) ++counts[static_cast<size_t>(token)];
+    for (const int32_t token : window) {
+        const auto t = static_cast<size_t>(token);
+        if (counts[t] == 0) continue;
+        out.push_back({token, counts[t]});
+        counts[t] = 0;
     }
 }
 

@@ -7,6 +7,8 @@
 #include <span>
 #include <vector>
 
+#include "backend/common/sample_rows.h"
+#include "sampling/sample_chain.h"
 #include "sampling/sampling_params.h"
 
 namespace inlay {
@@ -61,33 +63,35 @@ public:
     // the id, or sample()'s error when it is -1 (every logit NaN). Only for plain_argmax().
     [[nodiscard]] int32_t from_argmax(int32_t id) const;
 
+    // Sampling where the logits are (Backend::sample_rows) takes greedy rows and rows
+    // with top_k in [1, min(kMaxSampleTopK, n_vocab - 1)]; the rest sort much of the
+    // vocabulary and stay with sample().
+    [[nodiscard]] bool device_samplable() const noexcept;
+    // The next sample()'s penalised tokens (history as for sample()), appended to `out`;
+    // consumes no random numbers. Same errors as sample()'s penalties.
+    void device_penalties(std::span<const int32_t> history, std::vector<PenaltyEntry>& out);
+    // The next sample() described for a backend, its penalties being
+    // out[penalty_begin, +penalty_count) of device_penalties: consumes the random number
+    // sample() would (none when greedy), so the backend draws the same token. Only for
+    // device_samplable().
+    [[nodiscard]] RowSampling device_row(int32_t penalty_begin, int32_t penalty_count);
+    // What sample() returns when the backend's sample_rows gave `id` for device_row():
+    // the id, or sample()'s error when it is -1 (every logit NaN).
+    [[nodiscard]] int32_t from_device(int32_t id) const;
+
     [[nodiscard]] const SamplingParams& params() const noexcept { return params_; }
     [[nodiscard]] int32_t n_vocab() const noexcept { return n_vocab_; }
 
 private:
-    struct Candidate {
-        float logit;
-        int32_t id;
-        double weight;  // unnormalised probability: at temperature 1 for top_p, then at the temperature
-    };
-
     // The logits after the penalties (a view of `logits` when none are active).
     std::span<const float> penalized(std::span<const float> logits, std::span<const int32_t> history);
-    // Runs the chain (top_k, top_p, min_p, temperature) over penalized logits: leaves the
-    // survivors in cands_, in id order, weighted at the temperature, and returns -1; or
-    // returns the token when there is no choice (every logit -inf).
-    int32_t survivors(std::span<const float> src);
-    void select_top_k(std::span<const float> logits, size_t k);
-    size_t top_p_keep(double target_mass);
-    void put_in_id_order(std::span<const float> logits);
 
     SamplingParams params_;
     int32_t n_vocab_;
     std::mt19937_64 rng_;
-    std::vector<float> penalized_;    // logits after penalties (only when penalties are active)
-    std::vector<int32_t> counts_;     // penalty scratch, kept all zero between calls
-    std::vector<Candidate> cands_;    // the survivors of the chain so far
-    std::vector<uint8_t> kept_;       // id-order scratch for large survivor sets
+    std::vector<float> penalized_;  // logits after penalties (only when penalties are active)
+    std::vector<int32_t> counts_;   // penalty scratch, kept all zero between calls
+    SampleChain chain_;
 };
 
 }  // namespace inlay

@@ -4,12 +4,16 @@
 // backend needs. Tolerances are stated per op and type with their reasons.
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <numeric>
+#include <random>
 
 #include "backend_test_util.h"
 #include "core/half.h"
 #include "quant/vec_dot.h"
+#include "sampling/penalties.h"
+#include "sampling/sampler.h"
 
 using namespace inlay;
 using namespace inlay::test;
@@ -390,4 +394,137 @@ TEMPLATE_TEST_CASE("argmax_rows: the first of the largest, NaN never, -1 for a r
     const float* row = x.data() + 5 * n_cols;
     REQUIRE(ids[5] == static_cast<int32_t>(std::max_element(row, row + n_cols) - row));
     REQUIRE(status_of([&] { b->argmax_rows(xb, n_rows + 1, n_cols, scratch, ids.data()); }) == INLAY_ERR_INTERNAL);
+}
+
+// sample_rows against the Sampler itself: each row's sampler describes its next sample()
+// (device_penalties, device_row) and a copy of it samples on the host from the same
+// logits; the backend must draw the very same token, and leave the penalised values in
+// the rows. Rows mix ties, NaN, -inf, +inf, greedy rows with penalties and the top_k range.
+TEMPLATE_TEST_CASE("sample_rows draws the Sampler's tokens from the Sampler's draws", "[backend][sampling]",
+                   INLAY_TEST_BACKENDS) {
+    auto b = BackendFactory<TestType>::make();
+    std::mt19937 gen(77);
+    auto pick = [&](auto... values) {
+        const std::vector<std::common_type_t<decltype(values)...>> v{values...};
+        return v[gen() % v.size()];
+    };
+    const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+    int compared = 0;
+    for (const int64_t n_cols : {int64_t{2}, int64_t{37}, int64_t{3001}, int64_t{151936}}) {
+        const int64_t n_rows = n_cols > 10000 ? 6 : 40;
+        auto scratch = b->alloc_scratch(ScratchShape{n_rows, 16, 16, 1, 16});
+        for (int round = 0; round < (n_cols > 10000 ? 2 : 6); ++round) {
+            std::vector<float> x(static_cast<size_t>(n_rows * n_cols));
+            const bool coarse = round % 2 == 1;  // coarse values make many exact ties
+            for (float& v : x) {
+                const uint32_t r = gen() % 1000;
+                if (r == 0) v = nan;
+                else if (r == 1) v = -inf;
+                else if (r == 2 && n_cols > 50) v = inf;
+                else if (coarse) v = static_cast<float>(static_cast<int>(gen() % 33) - 16) * 0.25f;
+                else v = static_cast<float>(static_cast<int32_t>(gen())) * 0x1.0p-28f;
+            }
+            auto at = [&](int64_t r, int64_t c) -> float& { return x[static_cast<size_t>(r * n_cols + c)]; };
+            for (int64_t c = 0; c < n_cols; ++c) at(0, c) = nan;  // row 0: all NaN
+            for (int64_t c = 0; c < n_cols; ++c) at(1, c) = -inf;  // row 1: all -inf after a NaN
+            at(1, 0) = nan;
+            if (n_cols > 2) at(2, n_cols - 1) = -0.0f, at(2, 1) = 0.0f;  // -0 and +0 tie
+
+            std::vector<Sampler> reference;
+            std::vector<std::vector<int32_t>> histories;
+            std::vector<RowSampling> rows;
+            std::vector<PenaltyEntry> penalties;
+            for (int64_t r = 0; r < n_rows; ++r) {
+                SamplingParams p;
+                p.temperature = pick(0.0f, 0.3f, 0.8f, 1.0f, 1.7f);
+                const int32_t max_k = static_cast<int32_t>(std::min<int64_t>(kMaxSampleTopK, n_cols - 1));
+                p.top_k = std::min(pick(1, 3, 40, 1024, 5000), max_k);
+                if (r == 3) p.top_k = max_k;
+                p.top_p = pick(1.0f, 0.5f, 0.9f, 0.95f);
+                p.min_p = pick(0.0f, 0.05f, 0.2f);
+                p.repeat_penalty = pick(1.0f, 1.1f, 1.5f);
+                p.frequency_penalty = pick(0.0f, 0.3f);
+                p.presence_penalty = pick(0.0f, 0.5f, -0.25f);
+                p.penalty_last_n = pick(0, 4, 64, -1);
+                p.seed = gen();
+                Sampler device(p, static_cast<int32_t>(n_cols));
+                REQUIRE(device.device_samplable());
+                std::vector<int32_t> history(gen() % 100);
+                for (int32_t& t : history) t = static_cast<int32_t>(gen() % static_cast<uint32_t>(n_cols));
+                // Some draws first, so that the row's draw is not the seed's first.
+                for (uint32_t i = gen() % 3; i > 0; --i) (void)device.uniform();
+                reference.push_back(device);
+                const auto begin = static_cast<int32_t>(penalties.size());
+                device.device_penalties(history, penalties);
+                rows.push_back(device.device_row(begin, static_cast<int32_t>(penalties.size()) - begin));
+                histories.push_back(std::move(history));
+            }
+            auto xb = upload(*b, x);
+            std::vector<int32_t> ids(static_cast<size_t>(n_rows), -7);
+            b->sample_rows(xb, n_rows, n_cols, SampleRows{rows, penalties}, scratch, ids.data());
+            const std::vector<float> after = download(*b, xb, n_rows * n_cols);
+            for (int64_t r = 0; r < n_rows; ++r) {
+                const auto rs = static_cast<size_t>(r);
+                const std::span<const float> logits(x.data() + r * n_cols, static_cast<size_t>(n_cols));
+                Sampler& host = reference[rs];
+                INFO("vocabulary " << n_cols << " round " << round << " row " << r << ": T=" << rows[rs].temperature
+                                   << " k=" << rows[rs].top_k << " p=" << rows[rs].top_p
+                                   << " min_p=" << rows[rs].min_p);
+                // The penalised row, bit for bit (NaN stays NaN).
+                std::vector<float> penalised(logits.begin(), logits.end());
+                std::vector<int32_t> counts;
+                apply_penalties(penalised, histories[rs], host.params(), counts);
+                for (int64_t c = 0; c < n_cols; ++c) {
+                    const float want = penalised[static_cast<size_t>(c)];
+                    const float got = after[static_cast<size_t>(r * n_cols + c)];
+                    if (!(std::isnan(want) && std::isnan(got))) REQUIRE(std::memcmp(&want, &got, sizeof want) == 0);
+                }
+                if (r == 0) {
+                    REQUIRE(ids[rs] == -1);
+                    REQUIRE(status_of([&] { (void)host.sample(logits, histories[rs]); }) == INLAY_ERR_BAD_WEIGHTS);
+                    continue;
+                }
+                REQUIRE(ids[rs] == host.sample(logits, histories[rs]));
+                ++compared;
+            }
+        }
+    }
+    REQUIRE(compared > 400);
+}
+
+TEMPLATE_TEST_CASE("sample_rows refuses descriptions it cannot follow", "[backend][sampling]", INLAY_TEST_BACKENDS) {
+    auto b = BackendFactory<TestType>::make();
+    const int64_t n_rows = 2, n_cols = 100;
+    auto scratch = b->alloc_scratch(ScratchShape{n_rows, 16, 16, 1, 16});
+    auto xb = upload(*b, random_floats(static_cast<size_t>(n_rows * n_cols), 5));
+    std::vector<int32_t> ids(static_cast<size_t>(n_rows) + 1);
+    RowSampling ok;
+    ok.temperature = 0.8f;
+    ok.top_k = 40;
+    ok.u = 0.5;
+    auto status = [&](std::vector<RowSampling> rows, std::vector<PenaltyEntry> pens = {}) {
+        const auto n = static_cast<int64_t>(rows.size());
+        return status_of([&] { b->sample_rows(xb, n, n_cols, SampleRows{rows, pens}, scratch, ids.data()); });
+    };
+    REQUIRE(status({ok, ok}) == INLAY_OK);
+    REQUIRE(status_of([&] {
+                b->sample_rows(xb, n_rows, n_cols, SampleRows{std::vector<RowSampling>{ok}, {}}, scratch, ids.data());
+            }) == INLAY_ERR_INTERNAL);  // a row without a description
+    RowSampling bad = ok;
+    bad.top_k = 0;  // top_k off stays with the host sampler
+    REQUIRE(status({ok, bad}) == INLAY_ERR_INTERNAL);
+    bad.top_k = static_cast<int32_t>(n_cols);  // as much as the vocabulary: off, too
+    REQUIRE(status({ok, bad}) == INLAY_ERR_INTERNAL);
+    bad = ok;
+    bad.u = 1.0;
+    REQUIRE(status({ok, bad}) == INLAY_ERR_INTERNAL);
+    bad = ok;
+    bad.penalty_count = 1;  // past the entries
+    REQUIRE(status({ok, bad}) == INLAY_ERR_INTERNAL);
+    bad.repeat_penalty = 1.3f;
+    REQUIRE(status({ok, bad}, {{100, 1}}) == INLAY_ERR_INTERNAL);  // a token outside the vocabulary
+    REQUIRE(status({ok, bad}, {{7, 0}}) == INLAY_ERR_INTERNAL);    // a count of 0
+    bad.penalty_count = 2;
+    REQUIRE(status({ok, bad}, {{7, 1}, {7, 2}}) == INLAY_ERR_INTERNAL);  // a token twice
+    REQUIRE(status({ok, ok, ok}) == INLAY_ERR_INTERNAL);  // more rows than the logits hold
 }

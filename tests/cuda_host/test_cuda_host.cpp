@@ -100,6 +100,36 @@ TEST_CASE("matmul paths: GEMV for few tokens, SGEMM for f32, tensor cores on hal
     REQUIRE(status_of_call([] { (void)plan_matmul(DType::Q8_0, 100, 4096, 512, 100); }) == INLAY_ERR_INTERNAL);
 }
 
+TEST_CASE("a row's sampling reaches the kernel field for field", "[cuda_host]") {
+    RowSampling row;
+    row.temperature = 0.7f;
+    row.top_k = 40;
+    row.top_p = 0.9f;
+    row.min_p = 0.05f;
+    row.inv_temperature = 1.0 / 0.7;
+    row.log_min_p = -2.9957322735539909;
+    row.u = 0.123456789012345;
+    row.repeat_penalty = 1.1f;
+    row.frequency_penalty = 0.25f;
+    row.presence_penalty = -0.5f;
+    row.penalty_begin = 17;
+    row.penalty_count = 3;
+    const cuda::SampleRowParams p = sample_row_params(row);
+    REQUIRE(p.temperature == row.temperature);
+    REQUIRE(p.top_k == row.top_k);
+    REQUIRE(p.top_p == row.top_p);
+    REQUIRE(p.min_p == row.min_p);
+    REQUIRE(p.inv_temperature == row.inv_temperature);
+    REQUIRE(p.log_min_p == row.log_min_p);
+    REQUIRE(p.u == row.u);
+    REQUIRE(p.repeat_penalty == row.repeat_penalty);
+    REQUIRE(p.frequency_penalty == row.frequency_penalty);
+    REQUIRE(p.presence_penalty == row.presence_penalty);
+    REQUIRE(p.penalty_begin == row.penalty_begin);
+    REQUIRE(p.penalty_count == row.penalty_count);
+    STATIC_REQUIRE(sizeof(cuda::PenaltyPair) == sizeof(PenaltyEntry));
+}
+
 TEST_CASE("CUDA and cuBLAS errors map to statuses that name the call", "[cuda_host]") {
     REQUIRE(status_of(cudaSuccess) == INLAY_OK);
     REQUIRE(status_of(cudaErrorMemoryAllocation) == INLAY_ERR_OUT_OF_MEMORY);

@@ -135,6 +135,16 @@ TEST_CASE("launchers reject bad arguments before launching", "[kernels][api]") {
         CHECK(argmax_rows(f, -1, 8, 8, fake_ints, nullptr) == cudaErrorInvalidValue);
         CHECK(argmax_rows(f, 0, 8, 8, fake_ints, nullptr) == cudaSuccess);  // nothing to do
     }
+    SECTION("sample_rows") {
+        const auto* params = reinterpret_cast<const SampleRowParams*>(fake_ints);
+        const auto* pairs = reinterpret_cast<const PenaltyPair*>(fake_ints);
+        CHECK(sample_rows(nullptr, 2, 8, 8, params, pairs, fake_ints, nullptr) == cudaErrorInvalidValue);
+        CHECK(sample_rows(f, 2, 8, 8, nullptr, pairs, fake_ints, nullptr) == cudaErrorInvalidValue);
+        CHECK(sample_rows(f, 2, 8, 8, params, pairs, nullptr, nullptr) == cudaErrorInvalidValue);
+        CHECK(sample_rows(f, 2, 8, 7, params, pairs, fake_ints, nullptr) == cudaErrorInvalidValue);  // stride < cols
+        CHECK(sample_rows(f, -1, 8, 8, params, pairs, fake_ints, nullptr) == cudaErrorInvalidValue);
+        CHECK(sample_rows(f, 0, 8, 8, params, nullptr, fake_ints, nullptr) == cudaSuccess);  // nothing to do
+    }
     SECTION("dequantize_rows_f16 and round_to_half") {
         CHECK(dequantize_rows_f16(f, WeightFormat::q4_k, 4, 100, 144, f, 100, nullptr) ==
               cudaErrorInvalidValue);  // 100 % 256

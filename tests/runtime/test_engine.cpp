@@ -537,7 +537,7 @@ TEST_CASE("seeded sampling gives the same tokens alone and batched", "[engine]")
     REQUIRE(together == alone);
 }
 
-TEST_CASE("plain greedy steps bring back ids, not logits; penalties and sampling bring logits", "[engine]") {
+TEST_CASE("plain greedy steps bring back ids, not logits; so do chains the device samples", "[engine]") {
     TinyLlamaOptions o;
     const auto model = tiny_model(o, "argmax-steps");
     const auto n_vocab = static_cast<int32_t>(o.n_vocab);
@@ -550,17 +550,72 @@ TEST_CASE("plain greedy steps bring back ids, not logits; penalties and sampling
         const EngineMetrics m = engine->metrics();
         INFO(m.argmax_steps << " of " << m.steps << " steps");
         REQUIRE(m.argmax_steps == m.steps);  // the prompt's step and every decode step
+        REQUIRE(m.sampled_steps == 0);
     }
-    for (const bool penalty : {true, false}) {
+    enum class Chain { penalty, temperature, top_k_off };
+    for (const Chain chain : {Chain::penalty, Chain::temperature, Chain::top_k_off}) {
         auto engine = small_engine(model, 256);
         Session s(engine, 0);
         GenerateOptions g = greedy(20);
-        if (penalty) g.sampling.repeat_penalty = 1.3f;  // greedy, but after the penalties
-        else g.sampling.temperature = 0.7f;
+        if (chain == Chain::penalty) g.sampling.repeat_penalty = 1.3f;  // greedy, but after the penalties
+        else g.sampling.temperature = 0.7f;                            // top_k 40 by default
+        if (chain == Chain::top_k_off) g.sampling.top_k = 0;             // the whole vocabulary: the host's
         (void)s.generate(prompt, g);
         const EngineMetrics m = engine->metrics();
-        INFO((penalty ? "repeat penalty" : "temperature"));
+        INFO("chain " << static_cast<int>(chain) << ": " << m.sampled_steps << " of " << m.steps << " steps");
         REQUIRE(m.steps > 0);
         REQUIRE(m.argmax_steps == 0);
+        REQUIRE(m.sampled_steps == (chain == Chain::top_k_off ? 0 : m.steps));
+    }
+}
+
+TEST_CASE("sampling on the device gives the host sampler's tokens", "[engine][sampling]") {
+    // Eight sessions at once with mixed chains (penalties, top_k/top_p/min_p, greedy
+    // after penalties), seeded: the tokens with sample_on_device must be those of the
+    // host's sampling of the same logits, step by step (the CPU backend: bitwise).
+    TinyLlamaOptions o;
+    const auto model = tiny_model(o, "device-sampling");
+    const auto n_vocab = static_cast<int32_t>(o.n_vocab);
+    auto opts_for = [](int i) {
+        GenerateOptions g;
+        g.max_tokens = 24;
+        g.ignore_eos = true;
+        g.sampling.seed = 500 + static_cast<uint64_t>(i);
+        g.sampling.temperature = i % 4 == 3 ? 0.0f : 0.6f + 0.2f * static_cast<float>(i % 3);
+        g.sampling.top_k = 5 + 11 * i;
+        g.sampling.top_p = i % 2 == 0 ? 0.9f : 1.0f;
+        g.sampling.min_p = i % 3 == 0 ? 0.0f : 0.05f;
+        g.sampling.repeat_penalty = i % 2 == 1 ? 1.2f : 1.0f;
+        g.sampling.frequency_penalty = i % 3 == 1 ? 0.2f : 0.0f;
+        return g;
+    };
+    auto run = [&](bool on_device) {
+        KvPoolOptions po;
+        po.budget_blocks = 256;
+        po.block_size = 16;
+        EngineOptions eo;
+        eo.sample_on_device = on_device;
+        auto engine = std::make_shared<Engine>(model, make_kv_pool(model->executor(), po), eo);
+        std::vector<std::vector<int32_t>> out(8);
+        std::vector<std::thread> threads;
+        for (int i = 0; i < 8; ++i)
+            threads.emplace_back([&, i] {
+                Session s(engine, 0);
+                out[static_cast<size_t>(i)] = s.generate(prompt_of(i, 5 + i, n_vocab), opts_for(i)).tokens;
+            });
+        for (auto& t : threads) t.join();
+        return std::make_pair(out, engine->metrics());
+    };
+    const auto [host, host_metrics] = run(false);
+    const auto [device, device_metrics] = run(true);
+    REQUIRE(host_metrics.sampled_steps == 0);
+    INFO(device_metrics.sampled_steps << " of " << device_metrics.steps << " steps sampled on the device");
+    REQUIRE(device_metrics.sampled_steps == device_metrics.steps);
+    if (model->executor().contract().batch_invariant) {
+        for (size_t i = 0; i < host.size(); ++i) {
+            INFO("session " << i);
+            REQUIRE(host[i].size() == 24);
+            REQUIRE(device[i] == host[i]);
+        }
     }
 }

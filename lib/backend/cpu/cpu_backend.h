@@ -16,6 +16,7 @@
 #include "core/thread_pool.h"
 #include "core/zeroed_array.h"
 #include "quant/vec_dot.h"
+#include "sampling/sample_chain.h"
 
 namespace inlay {
 
@@ -95,6 +96,7 @@ public:
         std::vector<int32_t> attn_tiles;
         int64_t attn_slots = 0;
         int64_t attn_head_dim = 0;
+        SampleChain chain;  // sample_rows' candidates
     };
 
     // Attention tiles: at most kAttnMaxRows query rows (tokens x heads of one KV group)
@@ -153,6 +155,9 @@ public:
     void add(Buffer& x, const Buffer& y, int64_t n);
     void gather_logit_rows(const Buffer& x, const Batch& batch, int64_t row_length, Buffer& out);
     void argmax_rows(const Buffer& x, int64_t n_rows, int64_t n_cols, Scratch& scratch, int32_t* ids);
+    // The Sampler's own rule (penalties in place, then argmax or SampleChain with the row's draw).
+    void sample_rows(Buffer& logits, int64_t n_rows, int64_t n_cols, const SampleRows& rows, Scratch& scratch,
+                     int32_t* ids);
 
     // The pieces the fused ops are made of, public for their tests.
     void rope(Buffer& x, int64_t n_heads, int64_t head_dim, const Batch& batch, const RopeParams& rope,

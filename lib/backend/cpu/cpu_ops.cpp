@@ -13,6 +13,7 @@
 #include "core/argmax.h"
 #include "core/error.h"
 #include "quant/quantize.h"
+#include "sampling/penalties.h"
 
 namespace inlay {
 namespace {
@@ -205,6 +206,32 @@ void CpuBackend::argmax_rows(const Buffer& x, int64_t n_rows, int64_t n_cols, Sc
     require_size(x, n_rows * n_cols, "argmax_rows", "x");
     for (int64_t r = 0; r < n_rows; ++r)
         ids[r] = argmax(std::span<const float>(x.ptr() + r * n_cols, static_cast<size_t>(n_cols)));
+}
+
+void CpuBackend::sample_rows(Buffer& logits, int64_t n_rows, int64_t n_cols, const SampleRows& rows,
+                             Scratch& scratch, int32_t* ids) {
+    require_shape(n_rows, n_cols, "sample_rows");
+    require_size(logits, n_rows * n_cols, "sample_rows", "logits");
+    validate_sample_rows(rows, n_rows, n_cols);
+    for (int64_t r = 0; r < n_rows; ++r) {
+        const RowSampling& row = rows.rows[static_cast<size_t>(r)];
+        const std::span<float> values(logits.ptr() + r * n_cols, static_cast<size_t>(n_cols));
+        for (const PenaltyEntry& e : rows.penalties.subspan(static_cast<size_t>(row.penalty_begin),
+                                                            static_cast<size_t>(row.penalty_count))) {
+            float& v = values[static_cast<size_t>(e.token)];
+            v = penalized_logit(v, e.count, row.repeat_penalty, row.frequency_penalty, row.presence_penalty);
+        }
+        if (row.temperature <= 0.0f) {
+            ids[r] = argmax(values);
+            continue;
+        }
+        SamplingParams chain;
+        chain.temperature = row.temperature;
+        chain.top_k = row.top_k;
+        chain.top_p = row.top_p;
+        chain.min_p = row.min_p;
+        ids[r] = scratch.chain.pick(values, chain, row.u);
+    }
 }
 
 }  // namespace inlay

@@ -165,6 +165,12 @@ CudaBackend::Scratch CudaBackend::alloc_scratch(const ScratchShape& shape) {
     s.ids_rows = std::max<int64_t>(shape.max_tokens, 1);
     s.ids = cuda_backend::device_alloc(static_cast<size_t>(s.ids_rows) * sizeof(int32_t), "argmax ids");
     s.ids_host = cuda_backend::pinned_alloc(static_cast<size_t>(s.ids_rows) * sizeof(int32_t), "argmax ids (host)");
+    const size_t param_bytes = static_cast<size_t>(s.ids_rows) * sizeof(cuda::SampleRowParams);
+    s.sample_params = cuda_backend::device_alloc(param_bytes, "sampling parameters");
+    s.sample_params_host = cuda_backend::pinned_alloc(param_bytes, "sampling parameters (host)");
+    const size_t penalty_bytes = static_cast<size_t>(kMaxSamplePenalties) * sizeof(cuda::PenaltyPair);
+    s.penalties = cuda_backend::device_alloc(penalty_bytes, "sampling penalties");
+    s.penalties_host = cuda_backend::pinned_alloc(penalty_bytes, "sampling penalties (host)");
     if (shape.max_tokens > cuda_backend::kGemvMaxTokens) {
         constexpr int64_t kDequantHalves = int64_t{32} << 20;  // 64 MiB of f16 rows per GEMM
         s.half_x_elems = shape.max_tokens * shape.max_in;

@@ -111,6 +111,12 @@ public:
         cuda_backend::DevicePtr ids;
         cuda_backend::PinnedPtr ids_host;
         int64_t ids_rows = 0;
+        // sample_rows: the rows' parameters (ids_rows of them) and the step's penalty
+        // entries (kMaxSamplePenalties), staged in pinned memory and copied once a step.
+        cuda_backend::DevicePtr sample_params;
+        cuda_backend::PinnedPtr sample_params_host;
+        cuda_backend::DevicePtr penalties;
+        cuda_backend::PinnedPtr penalties_host;
     };
 
     // One stream and one cuBLAS handle: forward passes are serialised by the executor.
@@ -174,6 +180,8 @@ public:
     void add(Buffer& x, const Buffer& y, int64_t n);
     void gather_logit_rows(const Buffer& x, const Batch& batch, int64_t row_length, Buffer& out);
     void argmax_rows(const Buffer& x, int64_t n_rows, int64_t n_cols, Scratch& scratch, int32_t* ids);
+    void sample_rows(Buffer& logits, int64_t n_rows, int64_t n_cols, const SampleRows& rows, Scratch& scratch,
+                     int32_t* ids);
 
 private:
     void make_current() const;

@@ -7,6 +7,7 @@
 #include "backend/common/op_checks.h"
 #include "backend/cuda/cuda_backend.h"
 #include "backend/cuda/cuda_error.h"
+#include "backend/cuda/cuda_plans.h"
 #include "core/error.h"
 
 namespace inlay {
@@ -265,6 +266,40 @@ void CudaBackend::argmax_rows(const Buffer& x, int64_t n_rows, int64_t n_cols, S
     check_cuda(cudaMemcpyAsync(scratch.ids_host.get(), device_ids, bytes, cudaMemcpyDeviceToHost, stream_),
                "cudaMemcpyAsync (argmax ids)");
     check_cuda(cudaStreamSynchronize(stream_), "cudaStreamSynchronize (argmax ids)");
+    std::memcpy(ids, scratch.ids_host.get(), bytes);
+}
+
+void CudaBackend::sample_rows(Buffer& logits, int64_t n_rows, int64_t n_cols, const SampleRows& rows,
+                              Scratch& scratch, int32_t* ids) {
+    require_shape(n_rows, n_cols, "sample_rows");
+    require_size(logits, n_rows * n_cols, "sample_rows", "logits");
+    validate_sample_rows(rows, n_rows, n_cols);
+    if (n_rows > scratch.ids_rows)
+        fail(INLAY_ERR_INTERNAL, "sample_rows: {} rows, the scratch holds {}", n_rows, scratch.ids_rows);
+    if (n_rows == 0) return;
+    make_current();
+    // The staging buffers are free: every earlier sample_rows waited for its ids.
+    auto* params = static_cast<cuda::SampleRowParams*>(scratch.sample_params_host.get());
+    for (int64_t r = 0; r < n_rows; ++r) params[r] = cuda_backend::sample_row_params(rows.rows[static_cast<size_t>(r)]);
+    auto* pairs = static_cast<cuda::PenaltyPair*>(scratch.penalties_host.get());
+    for (size_t i = 0; i < rows.penalties.size(); ++i) pairs[i] = {rows.penalties[i].token, rows.penalties[i].count};
+    check_cuda(cudaMemcpyAsync(scratch.sample_params.get(), params,
+                               static_cast<size_t>(n_rows) * sizeof(cuda::SampleRowParams), cudaMemcpyHostToDevice,
+                               stream_),
+               "cudaMemcpyAsync (sampling parameters)");
+    if (!rows.penalties.empty())
+        check_cuda(cudaMemcpyAsync(scratch.penalties.get(), pairs, rows.penalties.size() * sizeof(cuda::PenaltyPair),
+                                   cudaMemcpyHostToDevice, stream_),
+                   "cudaMemcpyAsync (sampling penalties)");
+    auto* device_ids = static_cast<int32_t*>(scratch.ids.get());
+    check_cuda(cuda::sample_rows(logits.ptr(), n_rows, n_cols, n_cols,
+                                 static_cast<const cuda::SampleRowParams*>(scratch.sample_params.get()),
+                                 static_cast<const cuda::PenaltyPair*>(scratch.penalties.get()), device_ids, stream_),
+               "sample_rows");
+    const size_t bytes = static_cast<size_t>(n_rows) * sizeof(int32_t);
+    check_cuda(cudaMemcpyAsync(scratch.ids_host.get(), device_ids, bytes, cudaMemcpyDeviceToHost, stream_),
+               "cudaMemcpyAsync (sampled ids)");
+    check_cuda(cudaStreamSynchronize(stream_), "cudaStreamSynchronize (sampled ids)");
     std::memcpy(ids, scratch.ids_host.get(), bytes);
 }
 

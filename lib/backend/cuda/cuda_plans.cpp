@@ -75,4 +75,21 @@ cuda::HalfType gemm_half_type(DType weight) {
     return weight == DType::BF16 ? cuda::HalfType::bf16 : cuda::HalfType::f16;
 }
 
+cuda::SampleRowParams sample_row_params(const RowSampling& row) {
+    cuda::SampleRowParams p{};
+    p.temperature = row.temperature;
+    p.top_k = row.top_k;
+    p.top_p = row.top_p;
+    p.min_p = row.min_p;
+    p.inv_temperature = row.inv_temperature;
+    p.log_min_p = row.log_min_p;
+    p.u = row.u;
+    p.repeat_penalty = row.repeat_penalty;
+    p.frequency_penalty = row.frequency_penalty;
+    p.presence_penalty = row.presence_penalty;
+    p.penalty_begin = row.penalty_begin;
+    p.penalty_count = row.penalty_count;
+    return p;
+}
+
 }  // namespace inlay::cuda_backend

@@ -8,6 +8,7 @@
 #include <optional>
 
 #include "backend/common/batch.h"
+#include "backend/common/sample_rows.h"
 #include "core/dtype.h"
 #include "kernels/cuda/inlay_cuda_kernels.h"
 
@@ -47,5 +48,9 @@ MatmulPlan plan_matmul(DType weight, int64_t n_rows, int64_t n_cols, int64_t n_t
 // The half type the activations are rounded to on the tensor-core paths: bf16 for bf16
 // weights (as llama.cpp rounds them), f16 otherwise.
 cuda::HalfType gemm_half_type(DType weight);
+
+// A row's sampling as the sample_rows kernel reads it (every field as the host gave it).
+cuda::SampleRowParams sample_row_params(const RowSampling& row);
+static_assert(kMaxSampleTopK == cuda::kSampleMaxTopK, "the host's and the kernel's top_k limits agree");
 
 }  // namespace inlay::cuda_backend
