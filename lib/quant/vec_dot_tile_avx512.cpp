@@ -332,39 +332,38 @@ struct AffineKTile512 {
         for (int q = 0; q < Q; ++q) acc[q] = _mm512_setzero_ps();
         const __m512i token_of_lane = _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
         for (int64_t b = 0; b < n / kQK_K; ++b) {
+            // Register pressure decides the speed here (32 vectors): the sub-block sums
+            // of every (row, pair) stay live through the chunks, so the mins' products
+            // are formed after them and each chunk prepares the rows before it walks
+            // the token pairs (which then load their activations once for both rows).
+            __m128i sm[R];
             __m512i scales16[R];
             __m256i qh[R];
-            __m512i sumi[R][P], mins[R][P];
-            __m512i bsums[P];
-            for (int p = 0; p < P; ++p) bsums[p] = halves(load32(xr[2 * p][b].bsums), load32(xr[2 * p + 1][b].bsums));
+            __m512i sumi[R][P];
             for (int r = 0; r < R; ++r) {
                 const Block& wb = wr[r][b];
-                const __m128i sm = unpack_k_scales(wb.scales);
-                scales16[r] = _mm512_broadcast_i32x4(_mm_cvtepu8_epi16(sm));
-                const __m512i pairs = _mm512_broadcast_i64x4(k_min_pairs(sm));
-                for (int p = 0; p < P; ++p) {
-                    mins[r][p] = _mm512_madd_epi16(bsums[p], pairs);  // k_min_products, per half
-                    sumi[r][p] = _mm512_setzero_si512();
-                }
+                sm[r] = unpack_k_scales(wb.scales);
+                scales16[r] = _mm512_broadcast_i32x4(_mm_cvtepu8_epi16(sm[r]));
+                for (int p = 0; p < P; ++p) sumi[r][p] = _mm512_setzero_si512();
                 if constexpr (Q5) qh[r] = load32(wb.qh);
             }
             auto chunk = [&]<int C>() {
-                __m512i xl[P], xh[P];
-                for (int p = 0; p < P; ++p) {
-                    xl[p] = halves(load32(xr[2 * p][b].qs + 64 * C), load32(xr[2 * p + 1][b].qs + 64 * C));
-                    xh[p] = halves(load32(xr[2 * p][b].qs + 64 * C + 32), load32(xr[2 * p + 1][b].qs + 64 * C + 32));
-                }
+                __m512i lo2[R], hi2[R], scale_lo[R], scale_hi[R];
                 for (int r = 0; r < R; ++r) {
                     __m256i lo, hi;
                     affine_levels<Q5, C>(wr[r][b], qh[r], lo, hi);
-                    const __m512i lo2 = _mm512_broadcast_i64x4(lo), hi2 = _mm512_broadcast_i64x4(hi);
-                    const __m512i scale_lo =
-                        _mm512_shuffle_epi8(scales16[r], _mm512_broadcast_i64x4(broadcast16_pick(2 * C)));
-                    const __m512i scale_hi =
-                        _mm512_shuffle_epi8(scales16[r], _mm512_broadcast_i64x4(broadcast16_pick(2 * C + 1)));
-                    for (int p = 0; p < P; ++p) {
-                        const __m512i pl = _mm512_madd_epi16(_mm512_maddubs_epi16(lo2, xl[p]), scale_lo);
-                        const __m512i ph = _mm512_madd_epi16(_mm512_maddubs_epi16(hi2, xh[p]), scale_hi);
+                    lo2[r] = _mm512_broadcast_i64x4(lo);
+                    hi2[r] = _mm512_broadcast_i64x4(hi);
+                    scale_lo[r] = _mm512_shuffle_epi8(scales16[r], _mm512_broadcast_i64x4(broadcast16_pick(2 * C)));
+                    scale_hi[r] = _mm512_shuffle_epi8(scales16[r], _mm512_broadcast_i64x4(broadcast16_pick(2 * C + 1)));
+                }
+                for (int p = 0; p < P; ++p) {
+                    const __m512i xl = halves(load32(xr[2 * p][b].qs + 64 * C), load32(xr[2 * p + 1][b].qs + 64 * C));
+                    const __m512i xh =
+                        halves(load32(xr[2 * p][b].qs + 64 * C + 32), load32(xr[2 * p + 1][b].qs + 64 * C + 32));
+                    for (int r = 0; r < R; ++r) {
+                        const __m512i pl = _mm512_madd_epi16(_mm512_maddubs_epi16(lo2[r], xl), scale_lo[r]);
+                        const __m512i ph = _mm512_madd_epi16(_mm512_maddubs_epi16(hi2[r], xh), scale_hi[r]);
                         sumi[r][p] = _mm512_add_epi32(sumi[r][p], _mm512_add_epi32(pl, ph));
                     }
                 }
@@ -373,6 +372,12 @@ struct AffineKTile512 {
             chunk.template operator()<1>();
             chunk.template operator()<2>();
             chunk.template operator()<3>();
+            __m512i mins[R][P];
+            for (int p = 0; p < P; ++p) {
+                const __m512i bsums = halves(load32(xr[2 * p][b].bsums), load32(xr[2 * p + 1][b].bsums));
+                for (int r = 0; r < R; ++r)
+                    mins[r][p] = _mm512_madd_epi16(bsums, _mm512_broadcast_i64x4(k_min_pairs(sm[r])));  // k_min_products, per half
+            }
             // [d, dmin] of each row as f32 (the blocks start with the two f16 scales),
             // repeated for every token; times each lane's token's d_x.
             const __m128i dw_bits = _mm_setr_epi32(static_cast<int32_t>(load_u32(&wr[0][b].d)),
