@@ -113,6 +113,7 @@ int register_all() {
             ->Args({576, 1536})
             ->Args({4096, 4096})
             ->Args({151936, 1024})
+            ->Args({16384, 4096})  // long rows from DRAM
             ->Unit(benchmark::kMicrosecond);
         benchmark::RegisterBenchmark(("vec_dot_rows_reference/" + name).c_str(), bm_vec_dot_rows, t, true)
             ->Args({576, 1536})
