@@ -99,6 +99,16 @@ struct FloatTile512 {
                         _mm512_mask3_fmadd_ps(_mm512_castps256_ps512(E::load(wr[r] + i)), xv, acc[r][t], 0x00ff);
             }
         }
+        if constexpr (R == 8) {
+            if (i == n) {  // eight rows' sums of a token at once, to one store
+                for (int t = 0; t < T; ++t) {
+                    const __m512 column[8] = {acc[0][t], acc[1][t], acc[2][t], acc[3][t],
+                                              acc[4][t], acc[5][t], acc[6][t], acc[7][t]};
+                    _mm256_storeu_ps(result + static_cast<size_t>(t) * result_stride, hsum8(column));
+                }
+                return;
+            }
+        }
         for (int r = 0; r < R; ++r) {
             for (int t = 0; t < T; ++t) {
                 const __m256 a0 = _mm512_castps512_ps256(acc[r][t]), a1 = _mm512_extractf32x8_ps(acc[r][t], 1);
@@ -107,6 +117,25 @@ struct FloatTile512 {
                 result[static_cast<size_t>(t) * result_stride + static_cast<size_t>(r)] = sum;
             }
         }
+    }
+
+    // Lane k: the sum of a[k]'s 16 lanes by the very additions of the scalar epilogue
+    // above (halves, then hsum's 128-bit halves, pairs, neighbours), eight sums at once.
+    static __m256 hsum8(const __m512 (&a)[8]) {
+        __m512 b[4];  // [a[2j] 256-bit halves added | a[2j+1]'s]
+        for (int j = 0; j < 4; ++j)
+            b[j] = _mm512_add_ps(_mm512_shuffle_f32x4(a[2 * j], a[2 * j + 1], 0x44),
+                                 _mm512_shuffle_f32x4(a[2 * j], a[2 * j + 1], 0xEE));
+        // 128-bit quarters: c[0] = [a0, a1, a2, a3] with each a's 128-bit halves added.
+        const __m512 c0 = _mm512_add_ps(_mm512_shuffle_f32x4(b[0], b[1], 0x88), _mm512_shuffle_f32x4(b[0], b[1], 0xDD));
+        const __m512 c1 = _mm512_add_ps(_mm512_shuffle_f32x4(b[2], b[3], 0x88), _mm512_shuffle_f32x4(b[2], b[3], 0xDD));
+        // Per quarter q: [aq lanes 0+2, 1+3, a(q+4) lanes 0+2, 1+3].
+        const __m512 d = _mm512_add_ps(_mm512_shuffle_ps(c0, c1, 0x44), _mm512_shuffle_ps(c0, c1, 0xEE));
+        // Per quarter q: [aq, a(q+4), aq, a(q+4)].
+        const __m512 e = _mm512_add_ps(_mm512_shuffle_ps(d, d, 0x88), _mm512_shuffle_ps(d, d, 0xDD));
+        // Lanes 4q and 4q+1 hold a[q] and a[q+4]: gather them as a0..a7.
+        const __m512i order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 0, 0, 0, 0, 0, 0, 0, 0);
+        return _mm512_castps512_ps256(_mm512_permutexvar_ps(order, e));
     }
 };
 
