@@ -99,49 +99,60 @@ void dot_block32(int64_t n, float* result, const uint8_t* w, size_t stride, cons
 
 // Q4_0, Q5_0 and Q8_0 against Q8_0 in block-sum order (see vec_dot_reference.cpp): per row one
 // float, fused with each block's whole integer dot and scale. Eight rows keep their
-// floats in the lanes of one vector; a single row (dot_block_sums_row) uses the scalar
+// floats in the lanes of one vector; one or two rows (dot_block_sums_rows) use the scalar
 // fma, which rounds the same way.
-// One row: the same fused scalar sum, with the horizontal sums of eight consecutive
-// blocks done together (sum_lanes8) and their eight scales in one multiply; the eight
-// fmas then run in block order, so the result is bitwise the R == 8 kernel's for its row.
-template <class Block>
-void dot_block_sums_row(int64_t n, float* result, const uint8_t* w, const void* x_row) {
+// One or two rows: the same fused scalar sum, with the horizontal sums of eight
+// consecutive blocks done together (sum_lanes8) and their eight scales in one multiply;
+// the eight fmas then run in block order, so the result is bitwise the R == 8 kernel's
+// for its row. Two rows interleave two such chains of dependent fmas, which a single
+// row waits on.
+template <class Block, int R = 1>
+void dot_block_sums_rows(int64_t n, float* result, const uint8_t* w, size_t stride, const void* x_row) {
     const auto* x = static_cast<const BlockQ8_0*>(x_row);
-    const auto* wr = reinterpret_cast<const Block*>(w);
+    const Block* wr[R];
+    for (int r = 0; r < R; ++r) wr[r] = row_as<Block>(w, stride, r);
     const int64_t n_blocks = n / kQK8_0;
-    float acc = 0.0f;
+    float acc[R];
+    for (int r = 0; r < R; ++r) acc[r] = 0.0f;
+    const auto d16 = [](const auto* blocks) {
+        return _mm256_cvtph_ps(_mm_setr_epi16(
+            static_cast<int16_t>(blocks[0].d), static_cast<int16_t>(blocks[1].d), static_cast<int16_t>(blocks[2].d),
+            static_cast<int16_t>(blocks[3].d), static_cast<int16_t>(blocks[4].d), static_cast<int16_t>(blocks[5].d),
+            static_cast<int16_t>(blocks[6].d), static_cast<int16_t>(blocks[7].d)));
+    };
     int64_t b = 0;
     for (; b + 8 <= n_blocks; b += 8) {
-        prefetch_ahead<8 * sizeof(Block)>(wr + b);
-        __m256i p[8];
-        for (int k = 0; k < 8; ++k) {
-            const __m256i xq = load32(x[b + k].qs);
-            p[k] = Block32<Block>::dot(wr[b + k], xq, offset_start<Block>(xq));
+        if constexpr (R == 1) prefetch_ahead<8 * sizeof(Block)>(wr[0] + b);
+        else prefetch_group<R>(w, stride, static_cast<size_t>(b) * sizeof(Block), 8 * sizeof(Block));
+        alignas(32) float sums[R][8], scales[R][8];
+        const __m256 dx = d16(x + b);
+        for (int r = 0; r < R; ++r) {
+            __m256i p[8];
+            for (int k = 0; k < 8; ++k) {
+                const __m256i xq = load32(x[b + k].qs);
+                p[k] = Block32<Block>::dot(wr[r][b + k], xq, offset_start<Block>(xq));
+            }
+            _mm256_store_ps(sums[r], _mm256_cvtepi32_ps(sum_lanes8(p)));
+            _mm256_store_ps(scales[r], _mm256_mul_ps(d16(wr[r] + b), dx));
         }
-        const auto d16 = [](const auto* blocks) {
-            return _mm256_cvtph_ps(_mm_setr_epi16(
-                static_cast<int16_t>(blocks[0].d), static_cast<int16_t>(blocks[1].d), static_cast<int16_t>(blocks[2].d),
-                static_cast<int16_t>(blocks[3].d), static_cast<int16_t>(blocks[4].d), static_cast<int16_t>(blocks[5].d),
-                static_cast<int16_t>(blocks[6].d), static_cast<int16_t>(blocks[7].d)));
-        };
-        alignas(32) float sums[8], scales[8];
-        _mm256_store_ps(sums, _mm256_cvtepi32_ps(sum_lanes8(p)));
-        _mm256_store_ps(scales, _mm256_mul_ps(d16(wr + b), d16(x + b)));
-        for (int k = 0; k < 8; ++k) acc = std::fma(sums[k], scales[k], acc);
+        for (int k = 0; k < 8; ++k)
+            for (int r = 0; r < R; ++r) acc[r] = std::fma(sums[r][k], scales[r][k], acc[r]);
     }
     for (; b < n_blocks; ++b) {
         const __m256i xq = load32(x[b].qs);
-        const int32_t sumi = hsum(Block32<Block>::dot(wr[b], xq, offset_start<Block>(xq)));
-        acc = std::fma(static_cast<float>(sumi), f16_to_f32(wr[b].d) * f16_to_f32(x[b].d), acc);
+        for (int r = 0; r < R; ++r) {
+            const int32_t sumi = hsum(Block32<Block>::dot(wr[r][b], xq, offset_start<Block>(xq)));
+            acc[r] = std::fma(static_cast<float>(sumi), f16_to_f32(wr[r][b].d) * f16_to_f32(x[b].d), acc[r]);
+        }
     }
-    result[0] = acc;
+    for (int r = 0; r < R; ++r) result[r] = acc[r];
 }
 
 template <class Block, int R>
 void dot_block_sums(int64_t n, float* result, const uint8_t* w, size_t stride, const void* x_row) {
     static_assert(R == 1 || R == 8);
     if constexpr (R == 1) {
-        dot_block_sums_row<Block>(n, result, w, x_row);
+        dot_block_sums_rows<Block>(n, result, w, stride, x_row);
     } else {
         const auto* x = static_cast<const BlockQ8_0*>(x_row);
         const Block* wr[8];
@@ -340,7 +351,9 @@ VecDotFn avx2_kernel(DType weight) {
 // Groups prefetch their rows' span linearly (prefetch_group): with per-row prefetches a
 // Zen 4 held groups of short rows from DRAM to half the single-row rate (151936 x 1024:
 // Q4_0 9.5 -> 20.1 GB/s, Q5_0 9.4 -> 18.3; 16384 x 4096: Q4_0 11-12.5 -> 15-16). Q8_0's
-// groups there, even so: 37 GB/s in L2 against 21, but 15-18 from DRAM against 19-20.
+// groups there, even so: 37 GB/s in L2 against 21, but 15-18 from DRAM against 19-20;
+// pairs 23.7 / 21.7-22.5 (short rows) / 18.5-20.2 (long rows) against 21 / 18-19 / 18-19,
+// fours 26 in L2 but 13.5-15 for long rows from DRAM: Q8_0 takes pairs.
 #if defined(__AVX512BW__) && defined(__AVX512VL__)
 constexpr VecDotRowsFn kQ5RowGroup = row_groups<8, dot_block_sums<BlockQ5_0, 8>, dot_block_sums<BlockQ5_0, 1>>;
 #else
@@ -352,7 +365,7 @@ VecDotRowsFn avx2_rows_kernel(DType weight) {
         case DType::F32: return row_groups<2, dot_float<DType::F32, 2>, dot_float<DType::F32, 1>>;
         case DType::F16: return row_groups<1, dot_float<DType::F16, 1>, dot_float<DType::F16, 1>>;
         case DType::BF16: return row_groups<1, dot_float<DType::BF16, 1>, dot_float<DType::BF16, 1>>;
-        case DType::Q8_0: return row_groups<1, dot_block_sums<BlockQ8_0, 1>, dot_block_sums<BlockQ8_0, 1>>;
+        case DType::Q8_0: return row_groups<2, dot_block_sums_rows<BlockQ8_0, 2>, dot_block_sums<BlockQ8_0, 1>>;
         case DType::Q4_0: return row_groups<8, dot_block_sums<BlockQ4_0, 8>, dot_block_sums<BlockQ4_0, 1>>;
         case DType::Q4_1: return row_groups<1, dot_block32<BlockQ4_1, 1>, dot_block32<BlockQ4_1, 1>>;
         case DType::Q5_0: return kQ5RowGroup;
