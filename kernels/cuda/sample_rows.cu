@@ -127,9 +127,16 @@ __device__ void bitonic_sort(float* v, int* id, int n) {
     }
 }
 
-__device__ __forceinline__ int pow2_at_least(int n) {
+// Fills v/id[n, p) with entries that sort after every candidate both ways (p the least
+// power of two >= n) and returns p; every thread calls (it ends with a barrier).
+__device__ int pad_to_pow2(float* v, int* id, int n) {
     int p = 1;
     while (p < n) p <<= 1;
+    for (int i = n + static_cast<int>(threadIdx.x); i < p; i += kThreads) {
+        v[i] = dev::neg_inf();
+        id[i] = kIdNone;
+    }
+    __syncthreads();
     return p;
 }
 
@@ -224,12 +231,7 @@ __global__ void __launch_bounds__(kThreads) sample_kernel(float* x, long long n_
         }
         taken += total;
     }
-    const int pk = pow2_at_least(k);
-    for (int i = k + tid; i < pk; i += kThreads) {
-        cand_v[i] = dev::neg_inf();
-        cand_id[i] = kIdNone;
-    }
-    __syncthreads();
+    const int pk = pad_to_pow2(cand_v, cand_id, k);
     bitonic_sort<false>(cand_v, cand_id, pk);
 
     // 5. The chain over the candidates, best first.
@@ -272,12 +274,7 @@ __global__ void __launch_bounds__(kThreads) sample_kernel(float* x, long long n_
     const int n = s_n;
 
     // 6. The survivors by index, weighted at the temperature; the draw.
-    const int pn = pow2_at_least(n);
-    for (int i = n + tid; i < pn; i += kThreads) {
-        cand_v[i] = dev::neg_inf();
-        cand_id[i] = kIdNone;
-    }
-    __syncthreads();
+    const int pn = pad_to_pow2(cand_v, cand_id, n);
     bitonic_sort<true>(cand_v, cand_id, pn);
     for (int i = tid; i < n; i += kThreads) cand_w[i] = chain_weight(cand_v[i], max_v, p.inv_temperature);
     __syncthreads();

@@ -14,6 +14,7 @@
 #include "quant/vec_dot.h"
 #include "sampling/penalties.h"
 #include "sampling/sampler.h"
+#include "support/random_logits.h"
 
 using namespace inlay;
 using namespace inlay::test;
@@ -415,15 +416,9 @@ TEMPLATE_TEST_CASE("sample_rows draws the Sampler's tokens from the Sampler's dr
         auto scratch = b->alloc_scratch(ScratchShape{n_rows, 16, 16, 1, 16});
         for (int round = 0; round < (n_cols > 10000 ? 2 : 6); ++round) {
             std::vector<float> x(static_cast<size_t>(n_rows * n_cols));
-            const bool coarse = round % 2 == 1;  // coarse values make many exact ties
-            for (float& v : x) {
-                const uint32_t r = gen() % 1000;
-                if (r == 0) v = nan;
-                else if (r == 1) v = -inf;
-                else if (r == 2 && n_cols > 50) v = inf;
-                else if (coarse) v = static_cast<float>(static_cast<int>(gen() % 33) - 16) * 0.25f;
-                else v = static_cast<float>(static_cast<int32_t>(gen())) * 0x1.0p-28f;
-            }
+            for (int64_t r = 0; r < n_rows; ++r)
+                fill_edge_logits(std::span<float>(x).subspan(static_cast<size_t>(r * n_cols), static_cast<size_t>(n_cols)),
+                                 gen, round % 2 == 1);
             auto at = [&](int64_t r, int64_t c) -> float& { return x[static_cast<size_t>(r * n_cols + c)]; };
             for (int64_t c = 0; c < n_cols; ++c) at(0, c) = nan;  // row 0: all NaN
             for (int64_t c = 0; c < n_cols; ++c) at(1, c) = -inf;  // row 1: all -inf after a NaN

@@ -8,6 +8,7 @@
 #include "core/error.h"
 #include "sampling/sampler.h"
 #include "sampling_reference.h"
+#include "support/random_logits.h"
 
 using namespace inlay;
 
@@ -46,14 +47,7 @@ TEST_CASE("every draw equals the documented algorithm (independent reference)", 
         std::vector<int32_t> history;
         std::vector<float> logits(n_vocab);
         for (int step = 0; step < 30; ++step) {
-            for (float& l : logits) {
-                const uint32_t r = gen() % 1000;
-                if (r == 0) l = NAN;
-                else if (r == 1) l = -INFINITY;
-                else if (r == 2 && n_vocab > 50) l = INFINITY;
-                else if (coarse) l = static_cast<float>(static_cast<int>(gen() % 33) - 16) * 0.25f;
-                else l = static_cast<float>(static_cast<int32_t>(gen())) * 0x1.0p-28f;
-            }
+            test::fill_edge_logits(logits, gen, coarse);
             const std::optional<int32_t> expected = test::reference_sample(logits, history, p, reference_rng);
             if (!expected) {
                 REQUIRE_THROWS_AS(sampler.sample(logits, history), Error);
