@@ -96,18 +96,18 @@ inline void prefetch_ahead(const void* p) {
     for (size_t o = 0; o < Bytes; o += 64) _mm_prefetch(reinterpret_cast<const char*>(ahead + o), _MM_HINT_T0);
 }
 
-// Prefetches for a group of R consecutive rows (stride bytes apart) read side by side,
-// at block `at` bytes into each row, `step` bytes a call: the group's rows are one
-// contiguous span, and the prefetches walk it linearly, R * step bytes a call, at least
-// kPrefetchBytes and one group ahead (the walk continues into the following groups
-// without a gap; two groups ahead held Q8_0 pairs of rows of 4096 at 17 GB/s from DRAM
-// against 19-21). Asking instead for each row's bytes kPrefetchBytes on at every block
-// (a few scattered lines at a time, each asked for up to three times) held groups of
-// short rows from DRAM at half the bandwidth of a single row (Zen 4, bench_kernels
-// vec_dot_rows 151936 x 1024: Q4_0 9.5 -> 20 GB/s, Q5_0 9.4 -> 18.3).
+// Prefetches for R consecutive rows (stride bytes apart) read side by side, at `at` bytes
+// into each row, `step` bytes a call. One row: its bytes kPrefetchBytes on (prefetch_ahead).
+// Several: the group's rows are one contiguous span, and the prefetches walk it linearly,
+// R * step bytes a call, at least kPrefetchBytes and one group ahead (the walk continues
+// into the following groups without a gap; two groups ahead held Q8_0 pairs of rows of
+// 4096 at 17 GB/s from DRAM against 19-21). Asking instead for each row's bytes
+// kPrefetchBytes on at every block (a few scattered lines at a time, each asked for up to
+// three times) held groups of short rows from DRAM at half the bandwidth of a single row
+// (Zen 4, bench_kernels vec_dot_rows 151936 x 1024: Q4_0 9.5 -> 20 GB/s, Q5_0 9.4 -> 18.3).
 template <int R>
-inline void prefetch_group(const void* w0, size_t stride, size_t at, size_t step) {
-    const size_t ahead = std::max(kPrefetchBytes, R * stride);
+inline void prefetch_rows(const void* w0, size_t stride, size_t at, size_t step) {
+    const size_t ahead = R == 1 ? kPrefetchBytes : std::max(kPrefetchBytes, R * stride);
     const uintptr_t p = reinterpret_cast<uintptr_t>(w0) + ahead + at * R;  // may lie past the end
     for (size_t o = 0; o < R * step; o += 64) _mm_prefetch(reinterpret_cast<const char*>(p + o), _MM_HINT_T0);
 }

@@ -122,8 +122,7 @@ void dot_block_sums_rows(int64_t n, float* result, const uint8_t* w, size_t stri
     };
     int64_t b = 0;
     for (; b + 8 <= n_blocks; b += 8) {
-        if constexpr (R == 1) prefetch_ahead<8 * sizeof(Block)>(wr[0] + b);
-        else prefetch_group<R>(w, stride, static_cast<size_t>(b) * sizeof(Block), 8 * sizeof(Block));
+        prefetch_rows<R>(w, stride, static_cast<size_t>(b) * sizeof(Block), 8 * sizeof(Block));
         alignas(32) float sums[R][8], scales[R][8];
         const __m256 dx = d16(x + b);
         for (int r = 0; r < R; ++r) {
@@ -162,7 +161,7 @@ void dot_block_sums(int64_t n, float* result, const uint8_t* w, size_t stride, c
             const __m256i xq = load32(x[b].qs);
             const __m256i start = offset_start<Block>(xq);
             const float dx = f16_to_f32(x[b].d);
-            prefetch_group<8>(w, stride, static_cast<size_t>(b) * sizeof(Block), sizeof(Block));
+            prefetch_rows<8>(w, stride, static_cast<size_t>(b) * sizeof(Block), sizeof(Block));
             __m256i p[8];
             for (int r = 0; r < 8; ++r) p[r] = Block32<Block>::dot(wr[r][b], xq, start);
             const __m128i dw16 = _mm_setr_epi16(static_cast<int16_t>(wr[0][b].d), static_cast<int16_t>(wr[1][b].d),
@@ -346,9 +345,9 @@ VecDotFn avx2_kernel(DType weight) {
 // 576 x 1536 4.6 -> 10.0 GB/s, 4096 x 4096 4.9 -> 8.6, 151936 x 1024 4.7 -> 7.1 (the
 // new levels and the groups together; the new levels with single rows: 7.2, 5.4, 6.1).
 // Rechecked on a 2-core Zen 5 EPYC (2026-12-04, same benchmark): groups of eight 26.9,
-// 25.6, 19.5 GB/s against single rows 16.2, 15.7, 15.5, so the groups stay. Q8_0 groups of eight measured here: 2x in
-// L2, equal from DRAM, so Q8_0 keeps single rows for the EPYC's sake.
-// Groups prefetch their rows' span linearly (prefetch_group): with per-row prefetches a
+// 25.6, 19.5 GB/s against single rows 16.2, 15.7, 15.5, so the groups stay. Q8_0 groups
+// of eight measured there: 2x in L2, equal from DRAM (single rows were kept then).
+// Groups prefetch their rows' span linearly (prefetch_rows): with per-row prefetches a
 // Zen 4 held groups of short rows from DRAM to half the single-row rate (151936 x 1024:
 // Q4_0 9.5 -> 20.1 GB/s, Q5_0 9.4 -> 18.3; 16384 x 4096: Q4_0 11-12.5 -> 15-16). Q8_0's
 // groups there, even so: 37 GB/s in L2 against 21, but 15-18 from DRAM against 19-20;

@@ -42,8 +42,7 @@ void dot_affine_k(int64_t n, float* result, const uint8_t* w, size_t stride, con
         __m256i scales16[R];  // sc0..sc7 as int16, in both 128-bit lanes
         __m256i sumi[R];
         __m256i qh[R];
-        if constexpr (R == 1) prefetch_ahead<sizeof(Block)>(wr[0] + b);
-        else prefetch_group<R>(w, stride, static_cast<size_t>(b) * sizeof(Block), sizeof(Block));
+        prefetch_rows<R>(w, stride, static_cast<size_t>(b) * sizeof(Block), sizeof(Block));
         for (int r = 0; r < R; ++r) {
             const Block& wb = wr[r][b];
             const __m128i sm = unpack_k_scales(wb.scales);
@@ -148,8 +147,7 @@ void dot_q6_k(int64_t n, float* result, const uint8_t* w, size_t stride, const v
         const __m256i bsums = load32(xb.bsums);
         __m256i sumi[R];
         __m256i scales16[R][2];  // int16 scales 8h..8h+7 of half h, in both 128-bit lanes
-        if constexpr (R == 1) prefetch_ahead<sizeof(BlockQ6_K)>(wr[0] + b);
-        else prefetch_group<R>(w, stride, static_cast<size_t>(b) * sizeof(BlockQ6_K), sizeof(BlockQ6_K));
+        prefetch_rows<R>(w, stride, static_cast<size_t>(b) * sizeof(BlockQ6_K), sizeof(BlockQ6_K));
         for (int r = 0; r < R; ++r) {
             const __m256i sc16 = _mm256_cvtepi8_epi16(load16(wr[r][b].scales));
             scales16[r][0] = _mm256_permute2x128_si256(sc16, sc16, 0x00);
@@ -246,9 +244,9 @@ VecDotTileFn avx2_kquant_tile_kernel(DType weight) {
     }
 }
 
-// One row at a time, as for the other types (vec_dot_avx2.cpp, avx2_rows_kernel): from
-// DRAM, Q5_K 7.2 -> 11-13 GB/s and Q6_K 5.9-6.6 -> 11.5-14.4 against rows in pairs.
-// Rows in pairs (two independent chains, the pair's span prefetched linearly): Zen 4,
+// With each row prefetching its own bytes, one row at a time beat pairs from DRAM (Q5_K
+// 7.2 -> 11-13 GB/s, Q6_K 5.9-6.6 -> 11.5-14.4). Rows in pairs with the pair's span
+// prefetched linearly (prefetch_rows; two independent chains) beat single rows: Zen 4,
 // bench_kernels vec_dot_rows, one thread: Q4_K 14.6-16.4 -> 17.1-18.5 GB/s, Q5_K
 // 15.0-16.8 -> 17.3-18.2, Q6_K 18.4-21.9 -> 20.0-24.9, from L2 and from DRAM; fours were
 // slower (Q6_K rows of 4096 from DRAM 13 GB/s).

@@ -12,11 +12,28 @@ namespace inlay {
 
 namespace {
 
-void require_window_tokens(std::span<const int32_t> window, int64_t n_vocab) {
+// Calls f(token, count) once for each distinct token of the penalty window, in the order
+// of first occurrence (nothing when no penalty is active), after checking every window
+// token against the vocabulary. `counts` is grown to n_vocab and left all zero: the first
+// visit of a token takes its count and zeroes it.
+template <class F>
+void for_each_window_token(std::span<const int32_t> history, const SamplingParams& params, int64_t n_vocab,
+                           std::vector<int32_t>& counts, F&& f) {
+    if (!penalties_active(params)) return;
+    const std::span<const int32_t> window = penalty_window(history, params);
     for (const int32_t token : window) {
         if (token < 0 || token >= n_vocab)
             fail(INLAY_ERR_INVALID_TOKEN, "sampling: history token {} is outside the vocabulary (0..{})", token,
                  n_vocab - 1);
+    }
+    if (counts.size() < static_cast<size_t>(n_vocab)) counts.resize(static_cast<size_t>(n_vocab), 0);
+    for (const int32_t token : window) ++counts[static_cast<size_t>(token)];
+    for (const int32_t token : window) {
+        const auto t = static_cast<size_t>(token);
+        const int32_t count = counts[t];
+        if (count == 0) continue;
+        counts[t] = 0;
+        f(token, count);
     }
 }
 
@@ -37,37 +54,18 @@ float penalized_logit(float logit, int32_t count, float repeat_penalty, float fr
 
 void apply_penalties(std::span<float> logits, std::span<const int32_t> history, const SamplingParams& params,
                      std::vector<int32_t>& counts) {
-    if (!penalties_active(params)) return;
-    const std::span<const int32_t> window = penalty_window(history, params);
-    require_window_tokens(window, static_cast<int64_t>(logits.size()));
-    if (counts.size() < logits.size()) counts.resize(logits.size(), 0);
-
-    for (const int32_t token : window) ++counts[static_cast<size_t>(token)];
-    // Each distinct token is penalised once: the first visit applies the count and zeroes
-    // it, which also leaves the scratch clean for the next call.
-    for (const int32_t token : window) {
-        const auto t = static_cast<size_t>(token);
-        const int32_t count = counts[t];
-        if (count == 0) continue;
-        counts[t] = 0;
-        logits[t] = penalized_logit(logits[t], count, params.repeat_penalty, params.frequency_penalty,
-                                    params.presence_penalty);
-    }
+    for_each_window_token(history, params, static_cast<int64_t>(logits.size()), counts,
+                          [&](int32_t token, int32_t count) {
+                              float& logit = logits[static_cast<size_t>(token)];
+                              logit = penalized_logit(logit, count, params.repeat_penalty, params.frequency_penalty,
+                                                      params.presence_penalty);
+                          });
 }
 
 void append_penalty_entries(std::span<const int32_t> history, const SamplingParams& params, int64_t n_vocab,
                             std::vector<int32_t>& counts, std::vector<PenaltyEntry>& out) {
-    if (!penalties_active(params)) return;
-    const std::span<const int32_t> window = penalty_window(history, params);
-    require_window_tokens(window, n_vocab);
-    if (counts.size() < static_cast<size_t>(n_vocab)) counts.resize(static_cast<size_t>(n_vocab), 0);
-    for (const int32_t token : window) ++counts[static_cast<size_t>(token)];
-    for (const int32_t token : window) {
-        const auto t = static_cast<size_t>(token);
-        if (counts[t] == 0) continue;
-        out.push_back({token, counts[t]});
-        counts[t] = 0;
-    }
+    for_each_window_token(history, params, n_vocab, counts,
+                          [&](int32_t token, int32_t count) { out.push_back({token, count}); });
 }
 
 }  // namespace inlay

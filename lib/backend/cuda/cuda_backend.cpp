@@ -163,8 +163,8 @@ CudaBackend::Scratch CudaBackend::alloc_scratch(const ScratchShape& shape) {
         s.attention_tokens, static_cast<int32_t>(shape.n_heads), static_cast<int32_t>(shape.head_dim), s.max_splits)));
     s.up = alloc(shape.max_tokens * shape.n_ff);
     s.ids_rows = std::max<int64_t>(shape.max_tokens, 1);
-    s.ids = cuda_backend::device_alloc(static_cast<size_t>(s.ids_rows) * sizeof(int32_t), "argmax ids");
-    s.ids_host = cuda_backend::pinned_alloc(static_cast<size_t>(s.ids_rows) * sizeof(int32_t), "argmax ids (host)");
+    s.ids = cuda_backend::device_alloc(static_cast<size_t>(s.ids_rows) * sizeof(int32_t), "row ids");
+    s.ids_host = cuda_backend::pinned_alloc(static_cast<size_t>(s.ids_rows) * sizeof(int32_t), "row ids (host)");
     const size_t param_bytes = static_cast<size_t>(s.ids_rows) * sizeof(cuda::SampleRowParams);
     s.sample_params = cuda_backend::device_alloc(param_bytes, "sampling parameters");
     s.sample_params_host = cuda_backend::pinned_alloc(param_bytes, "sampling parameters (host)");

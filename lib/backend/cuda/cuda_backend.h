@@ -107,7 +107,8 @@ public:
         int64_t half_x_elems = 0;
         cuda_backend::DevicePtr dequant;
         int64_t dequant_halves = 0;
-        // argmax_rows: the ids on the device and their pinned host copy (max_tokens rows).
+        // argmax_rows and sample_rows: the ids on the device and their pinned host copy
+        // (max_tokens rows).
         cuda_backend::DevicePtr ids;
         cuda_backend::PinnedPtr ids_host;
         int64_t ids_rows = 0;
@@ -185,6 +186,8 @@ public:
 
 private:
     void make_current() const;
+    // The scratch's first n_rows device ids (argmax_rows, sample_rows) to the host: waits.
+    void ids_to_host(Scratch& scratch, int64_t n_rows, int32_t* ids);
     // y = W x for one weight; `rounded` says which half type scratch.half_x holds x in
     // (nullopt: not yet rounded), so that the products of one op round x once.
     void matmul_into(const Weight& w, const Buffer& x, int64_t n_tokens, float* y, Scratch& scratch,

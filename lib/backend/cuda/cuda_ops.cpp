@@ -260,12 +260,16 @@ void CudaBackend::argmax_rows(const Buffer& x, int64_t n_rows, int64_t n_cols, S
         fail(INLAY_ERR_INTERNAL, "argmax_rows: {} rows, the scratch holds {}", n_rows, scratch.ids_rows);
     if (n_rows == 0) return;
     make_current();
-    auto* device_ids = static_cast<int32_t*>(scratch.ids.get());
-    check_cuda(cuda::argmax_rows(x.ptr(), n_rows, n_cols, n_cols, device_ids, stream_), "argmax_rows");
+    check_cuda(cuda::argmax_rows(x.ptr(), n_rows, n_cols, n_cols, static_cast<int32_t*>(scratch.ids.get()), stream_),
+               "argmax_rows");
+    ids_to_host(scratch, n_rows, ids);
+}
+
+void CudaBackend::ids_to_host(Scratch& scratch, int64_t n_rows, int32_t* ids) {
     const size_t bytes = static_cast<size_t>(n_rows) * sizeof(int32_t);
-    check_cuda(cudaMemcpyAsync(scratch.ids_host.get(), device_ids, bytes, cudaMemcpyDeviceToHost, stream_),
-               "cudaMemcpyAsync (argmax ids)");
-    check_cuda(cudaStreamSynchronize(stream_), "cudaStreamSynchronize (argmax ids)");
+    check_cuda(cudaMemcpyAsync(scratch.ids_host.get(), scratch.ids.get(), bytes, cudaMemcpyDeviceToHost, stream_),
+               "cudaMemcpyAsync (row ids)");
+    check_cuda(cudaStreamSynchronize(stream_), "cudaStreamSynchronize (row ids)");
     std::memcpy(ids, scratch.ids_host.get(), bytes);
 }
 
@@ -291,16 +295,12 @@ void CudaBackend::sample_rows(Buffer& logits, int64_t n_rows, int64_t n_cols, co
         check_cuda(cudaMemcpyAsync(scratch.penalties.get(), pairs, rows.penalties.size() * sizeof(cuda::PenaltyPair),
                                    cudaMemcpyHostToDevice, stream_),
                    "cudaMemcpyAsync (sampling penalties)");
-    auto* device_ids = static_cast<int32_t*>(scratch.ids.get());
     check_cuda(cuda::sample_rows(logits.ptr(), n_rows, n_cols, n_cols,
                                  static_cast<const cuda::SampleRowParams*>(scratch.sample_params.get()),
-                                 static_cast<const cuda::PenaltyPair*>(scratch.penalties.get()), device_ids, stream_),
+                                 static_cast<const cuda::PenaltyPair*>(scratch.penalties.get()),
+                                 static_cast<int32_t*>(scratch.ids.get()), stream_),
                "sample_rows");
-    const size_t bytes = static_cast<size_t>(n_rows) * sizeof(int32_t);
-    check_cuda(cudaMemcpyAsync(scratch.ids_host.get(), device_ids, bytes, cudaMemcpyDeviceToHost, stream_),
-               "cudaMemcpyAsync (sampled ids)");
-    check_cuda(cudaStreamSynchronize(stream_), "cudaStreamSynchronize (sampled ids)");
-    std::memcpy(ids, scratch.ids_host.get(), bytes);
+    ids_to_host(scratch, n_rows, ids);
 }
 
 }  // namespace inlay
