@@ -60,9 +60,7 @@ int32_t Sampler::sample(std::span<const float> logits, std::span<const int32_t> 
 
 int32_t Sampler::from_argmax(int32_t id) const {
     if (!plain_argmax()) fail(INLAY_ERR_INTERNAL, "from_argmax: this sampler is not a plain argmax");
-    if (id < 0) fail_all_nan();
-    if (id >= n_vocab_) fail(INLAY_ERR_INTERNAL, "from_argmax: id {} outside the vocabulary of {}", id, n_vocab_);
-    return id;
+    return from_device(id);  // a plain argmax is greedy, which a device samples too
 }
 
 bool Sampler::device_samplable() const noexcept {
@@ -95,8 +93,9 @@ RowSampling Sampler::device_row(int32_t penalty_begin, int32_t penalty_count) {
 }
 
 int32_t Sampler::from_device(int32_t id) const {
+    if (!device_samplable()) fail(INLAY_ERR_INTERNAL, "from_device: this sampler's chain stays on the host");
     if (id < 0) fail_all_nan();
-    if (id >= n_vocab_) fail(INLAY_ERR_INTERNAL, "from_device: id {} outside the vocabulary of {}", id, n_vocab_);
+    if (id >= n_vocab_) fail(INLAY_ERR_INTERNAL, "a device's id {} outside the vocabulary of {}", id, n_vocab_);
     return id;
 }
 
