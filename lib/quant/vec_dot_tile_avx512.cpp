@@ -391,9 +391,8 @@ struct AffineKTile512 {
                     const __m512i xh =
                         halves(load32(xr[2 * p][b].qs + 64 * C + 32), load32(xr[2 * p + 1][b].qs + 64 * C + 32));
                     for (int r = 0; r < R; ++r) {
-                        const __m512i pl = _mm512_madd_epi16(_mm512_maddubs_epi16(lo2[r], xl), scale_lo[r]);
-                        const __m512i ph = _mm512_madd_epi16(_mm512_maddubs_epi16(hi2[r], xh), scale_hi[r]);
-                        sumi[r][p] = _mm512_add_epi32(sumi[r][p], _mm512_add_epi32(pl, ph));
+                        sumi[r][p] = _mm512_dpwssd_epi32(sumi[r][p], _mm512_maddubs_epi16(lo2[r], xl), scale_lo[r]);
+                        sumi[r][p] = _mm512_dpwssd_epi32(sumi[r][p], _mm512_maddubs_epi16(hi2[r], xh), scale_hi[r]);
                     }
                 }
             };
@@ -490,8 +489,7 @@ struct Q6KTile512 {
                         const int8_t* xb = xr[2 * p + 1][b].qs + 128 * h + 32 * k;
                         const __m512i xv = halves(load32(xa), load32(xb));
                         for (int r = 0; r < R; ++r)
-                            sumi[r][p] = _mm512_add_epi32(
-                                sumi[r][p], _mm512_madd_epi16(_mm512_maddubs_epi16(levels[r], xv), scale[r]));
+                            sumi[r][p] = _mm512_dpwssd_epi32(sumi[r][p], _mm512_maddubs_epi16(levels[r], xv), scale[r]);
                     }
                 }
             }
