@@ -448,6 +448,37 @@ TEST_CASE("vec_dot_tile on random blocks equals per-row dots", "[quant][vec_dot]
     }
 }
 
+// Q4_K / Q5_K tiles unpack each pair of rows once into a buffer of 64 super-blocks and
+// read longer rows as stored: both sides of that boundary, bitwise equal to the row kernel.
+TEST_CASE("vec_dot_tile K-quant rows at and past the unpacked buffer", "[quant][vec_dot]") {
+    std::mt19937 rng(5151);
+    for (DType type : {DType::Q4_K, DType::Q5_K}) {
+        for (int64_t n : {int64_t{64 * 256}, int64_t{65 * 256}}) {
+            const DType act = quant::vec_dot_type(type);
+            const int64_t n_rows = 3, n_tokens = 9;
+            const size_t w_stride = *row_bytes(type, n), x_stride = *row_bytes(act, n);
+            Bytes w(w_stride * n_rows), x(x_stride * n_tokens);
+            for (int64_t r = 0; r < n_rows; ++r)
+                quant::quantize_row(type, random_row(rng, n).data(), w.u8() + static_cast<size_t>(r) * w_stride, n);
+            for (int64_t t = 0; t < n_tokens; ++t)
+                quant::quantize_activations(act, random_row(rng, n).data(), x.u8() + static_cast<size_t>(t) * x_stride,
+                                            n);
+            std::vector<float> got(static_cast<size_t>(n_rows * n_tokens), 12345.0f);
+            quant::vec_dot_tile(type, n, n_rows, n_tokens, got.data(), static_cast<size_t>(n_rows), w.data(), w_stride,
+                                x.data(), x_stride);
+            for (int64_t t = 0; t < n_tokens; ++t) {
+                for (int64_t r = 0; r < n_rows; ++r) {
+                    float one = NAN;
+                    quant::vec_dot_kernel(type)(n, &one, w.u8() + static_cast<size_t>(r) * w_stride,
+                                                x.u8() + static_cast<size_t>(t) * x_stride);
+                    INFO(dtype_name(type) << " n " << n << " row " << r << " token " << t);
+                    REQUIRE(got[static_cast<size_t>(t * n_rows + r)] == one);
+                }
+            }
+        }
+    }
+}
+
 TEST_CASE("vec_dot_tile rejects bad arguments", "[quant][vec_dot]") {
     float out[4];
     std::vector<uint8_t> buf(4096);
