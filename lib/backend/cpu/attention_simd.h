@@ -59,6 +59,11 @@ inline vf vpow2(vf n) {
     return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127)), 23));
 }
 inline vf vzero_where(vmask m, vf v) { return _mm512_mask_blend_ps(m, v, _mm512_setzero_ps()); }
+inline vf vsub(vf a, vf b) { return _mm512_sub_ps(a, b); }
+inline vmask vgreater(vf a, vf b) { return _mm512_cmp_ps_mask(a, b, _CMP_GT_OQ); }
+inline vmask vand(vmask a, vmask b) { return a & b; }
+inline vf vblend(vmask m, vf a, vf b) { return _mm512_mask_blend_ps(m, a, b); }  // b where m
+inline vf vload_where(vmask m, const float* p) { return _mm512_maskz_loadu_ps(m, p); }  // 0 elsewhere, unread
 #elif INLAY_ATTN_AVX2
 inline constexpr int kWidth = 8;
 using vf = __m256;
@@ -81,6 +86,11 @@ inline vf vpow2(vf n) {
     return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23));
 }
 inline vf vzero_where(vmask m, vf v) { return _mm256_andnot_ps(m, v); }
+inline vf vsub(vf a, vf b) { return _mm256_sub_ps(a, b); }
+inline vmask vgreater(vf a, vf b) { return _mm256_cmp_ps(a, b, _CMP_GT_OQ); }
+inline vmask vand(vmask a, vmask b) { return _mm256_and_ps(a, b); }
+inline vf vblend(vmask m, vf a, vf b) { return _mm256_blendv_ps(a, b, m); }  // b where m
+inline vf vload_where(vmask m, const float* p) { return _mm256_maskload_ps(p, _mm256_castps_si256(m)); }  // 0 elsewhere, unread
 #else
 inline constexpr int kWidth = 1;
 using vf = float;
@@ -92,6 +102,14 @@ inline vf vmul(vf a, vf b) { return a * b; }
 inline vf vfma(vf a, vf b, vf c) { return std::fma(a, b, c); }
 inline vf vload_f16(const uint16_t* p) { return f16_to_f32(*p); }
 inline vf vround_f16(vf v) { return f16_to_f32(f32_to_f16(v)); }
+using vmask = bool;
+inline vf vadd(vf a, vf b) { return a + b; }
+inline vf vsub(vf a, vf b) { return a - b; }
+inline vmask vless(vf a, vf b) { return a < b; }
+inline vmask vgreater(vf a, vf b) { return a > b; }
+inline vmask vand(vmask a, vmask b) { return a && b; }
+inline vf vblend(vmask m, vf a, vf b) { return m ? b : a; }  // b where m
+inline vf vload_where(vmask m, const float* p) { return m ? *p : 0.0f; }
 inline vf vexp(vf x) {
     if (x > kExpMax) x = kExpMax;
     if (x < kExpMin) return 0.0f;

@@ -82,37 +82,55 @@ struct Row {
     float max, sum;
 };
 
-// A chunk's softmax weights for one row of the f16 model (below): e[s] is the row's
-// exp(old max - score) where the score raised the running max (grew[s]), else
-// exp(score - max); it holds the raw dots in between (scores_f16, then softmax_f16).
-struct Weights {
-    alignas(64) float e[kChunk];
-    bool grew[kChunk];
-    int64_t n = 0;  // positions of the chunk this row sees
+// A chunk's softmax weights for the item's rows of the f16 model (below): e(s, r) is row
+// r's exp(old max - score) where position s's score raised its running max (grew(s, r)
+// = 1), else exp(score - max); it holds the raw dots in between (scores_f16, then
+// softmax_f16). Items of many rows (prompts) keep them position-major, so that the
+// softmax runs the rows' chains side by side in vector lanes; items of a few rows
+// (decoding: one GQA group) row-major, each row's positions contiguous.
+struct ChunkWeights {
+    alignas(64) float e_[kChunk * kMaxRows];
+    alignas(64) float grew_[kChunk * kMaxRows];
+    int64_t n[kMaxRows];  // positions of the chunk each row sees
+    bool by_position = false;
+
+    void set_layout(int64_t n_rows) { by_position = n_rows >= kWidth / 2; }
+    // Distance between positions s and s + 1 of one row.
+    [[nodiscard]] int64_t step() const { return by_position ? kMaxRows : 1; }
+    [[nodiscard]] int64_t at(int64_t s, int64_t r) const { return by_position ? s * kMaxRows + r : r * kChunk + s; }
+    float* e(int64_t s, int64_t r) { return e_ + at(s, r); }
+    float* grew(int64_t s, int64_t r) { return grew_ + at(s, r); }
+    [[nodiscard]] const float* e(int64_t s, int64_t r) const { return e_ + at(s, r); }
+    [[nodiscard]] const float* grew(int64_t s, int64_t r) const { return grew_ + at(s, r); }
 };
+static_assert(kMaxRows % kWidth == 0);
 
 // NV vectors of the f16-rounded V accumulators of NR rows (r0...), held in registers.
 // Rows advance together so that their rounding chains overlap; NR and NV only decide
 // which lanes run side by side, never a lane's arithmetic.
 template <int NR, int NV, class T>
-inline void update_f16(float* acc, const T* vs, const Weights* w, int64_t r0, int64_t hdp, int64_t i) {
+inline void update_f16(float* acc, const T* vs, const ChunkWeights& w, int64_t r0, int64_t hdp, int64_t i) {
     vf a[NR][NV];
+    const float* e[NR];
+    const float* grew[NR];
+    const int64_t step = w.step();
     int64_t n = 0;
     for (int k = 0; k < NR; ++k) {
-        n = std::max(n, w[r0 + k].n);
+        n = std::max(n, w.n[r0 + k]);
+        e[k] = w.e(0, r0 + k);
+        grew[k] = w.grew(0, r0 + k);
         for (int j = 0; j < NV; ++j) a[k][j] = vload(acc + (r0 + k) * hdp + i + j * kWidth);
     }
     for (int64_t s = 0; s < n; ++s) {
         vf v[NV];
         for (int j = 0; j < NV; ++j) v[j] = vload_kv(vs + s * hdp + i + j * kWidth);
         for (int k = 0; k < NR; ++k) {
-            const Weights& wk = w[r0 + k];
-            if (s >= wk.n) continue;
-            const vf e = vset1(wk.e[s]);
-            if (wk.grew[s]) {  // a new running max: rescale, then add v with weight 1
-                for (int j = 0; j < NV; ++j) a[k][j] = vround_f16(vfma(v[j], vset1(1.0f), vround_f16(vmul(a[k][j], e))));
+            if (s >= w.n[r0 + k]) continue;
+            const vf ek = vset1(e[k][s * step]);
+            if (grew[k][s * step] != 0.0f) {  // a new running max: rescale, then add v with weight 1
+                for (int j = 0; j < NV; ++j) a[k][j] = vround_f16(vfma(v[j], vset1(1.0f), vround_f16(vmul(a[k][j], ek))));
             } else {
-                for (int j = 0; j < NV; ++j) a[k][j] = vround_f16(vfma(v[j], e, a[k][j]));
+                for (int j = 0; j < NV; ++j) a[k][j] = vround_f16(vfma(v[j], ek, a[k][j]));
             }
         }
     }
@@ -121,7 +139,7 @@ inline void update_f16(float* acc, const T* vs, const Weights* w, int64_t r0, in
 }
 
 template <int NV, class T>
-void update_rows_f16(float* acc, const T* vs, const Weights* w, int64_t n_rows, int64_t hdp, int64_t i) {
+void update_rows_f16(float* acc, const T* vs, const ChunkWeights& w, int64_t n_rows, int64_t hdp, int64_t i) {
     int64_t r = 0;
 #if INLAY_ATTN_AVX512  // 32 vector registers: 4 rows x 4 vectors stay in them
     for (; r + 4 <= n_rows; r += 4) update_f16<4, NV>(acc, vs, w, r, hdp, i);
@@ -135,49 +153,90 @@ void update_rows_f16(float* acc, const T* vs, const Weights* w, int64_t n_rows, 
 // summed in f32, one position at a time (the running max updated per position), and the
 // V accumulator rounded to f16 after every scale and every add (update_f16).
 template <class T>
-void scores_f16(Weights& w, const float* qs, const T* ks, int64_t n, int64_t hdp) {
-    dots8(qs, ks, hdp, n, hdp, w.e);  // the raw dots, until softmax_f16 turns them into weights
-    w.n = n;
+void scores_f16(ChunkWeights& w, int64_t r, const float* qs, const T* ks, int64_t n, int64_t hdp) {
+    w.n[r] = n;
+    if (!w.by_position) {  // the raw dots, until softmax_f16 turns them into weights
+        dots8(qs, ks, hdp, n, hdp, w.e(0, r));
+        return;
+    }
+    alignas(64) float dots[kChunk];
+    dots8(qs, ks, hdp, n, hdp, dots);
+    for (int64_t s = 0; s < n; ++s) *w.e(s, r) = dots[s];
 }
 
-// K rows' softmax weights and denominators for a chunk, from their scores (scores_f16).
-// Both the running max and the sum are chains of dependent scalar ops, one position
-// after another; K rows advance together so that their chains overlap. A row's own
-// arithmetic is the same whatever K.
-template <int K>
-void softmax_group_f16(Row* rows, Weights* w, float scale) {
-    float m[K], sum[K];
-    int64_t n = 0;
-    for (int k = 0; k < K; ++k) {
-        m[k] = rows[k].max;
-        sum[k] = rows[k].sum;
-        n = std::max(n, w[k].n);
+// The softmax of a row-major row: its running max and sum, one position after another,
+// and its positions' exponentials in one vector (vexp: the same value in any lane).
+void softmax_row_f16(Row& row, ChunkWeights& w, int64_t r, float scale) {
+    const int64_t n = w.n[r];
+    if (n == 0) return;
+    float* e = w.e(0, r);
+    float* grew = w.grew(0, r);
+    float m = row.max;
+    for (int64_t s = 0; s < n; ++s) {
+        const float score = e[s] * scale;
+        const bool g = score > m;
+        grew[s] = g ? 1.0f : 0.0f;
+        e[s] = g ? m - score : score - m;  // the one exponent this position needs
+        m = g ? score : m;
     }
-    for (int64_t s = 0; s < n; ++s)
-        for (int k = 0; k < K; ++k) {
-            if (s >= w[k].n) continue;
-            const float score = w[k].e[s] * scale;
-            const bool grew = score > m[k];
-            w[k].grew[s] = grew;
-            w[k].e[s] = grew ? m[k] - score : score - m[k];  // the one exponent this position needs
-            m[k] = grew ? score : m[k];
+    std::fill(e + n, e + kChunk, -std::numeric_limits<float>::infinity());
+    exp_n(e, e, kChunk);
+    float sum = row.sum;
+    for (int64_t s = 0; s < n; ++s) sum = grew[s] != 0.0f ? std::fma(sum, e[s], 1.0f) : sum + e[s];
+    row.max = m;
+    row.sum = sum;
+}
+
+// The rows' softmax weights and denominators for a chunk, from their scores
+// (scores_f16). Each row's running max and sum are chains of dependent operations, one
+// position after another. Position-major rows run them side by side, one row per vector
+// lane, each lane with softmax_row_f16's operations (positions past a row's n leave it
+// unchanged, and their scores, never written, are not read).
+void softmax_f16(Row* rows, ChunkWeights& w, int64_t n_rows, float scale) {
+    if (!w.by_position) {
+        for (int64_t r = 0; r < n_rows; ++r) softmax_row_f16(rows[r], w, r, scale);
+        return;
+    }
+    constexpr float kInf = std::numeric_limits<float>::infinity();
+    for (int64_t r0 = 0; r0 < n_rows; r0 += kWidth) {
+        alignas(64) float max0[kWidth], sum0[kWidth], seen[kWidth];
+        int64_t n = 0;
+        for (int k = 0; k < kWidth; ++k) {
+            const int64_t r = r0 + k;
+            const bool live = r < n_rows;
+            max0[k] = live ? rows[r].max : -kInf;
+            sum0[k] = live ? rows[r].sum : 0.0f;
+            seen[k] = live ? static_cast<float>(w.n[r]) : 0.0f;
+            if (live) n = std::max(n, w.n[r]);
         }
-    for (int k = 0; k < K; ++k) {
-        if (w[k].n == 0) continue;
-        std::fill(w[k].e + w[k].n, w[k].e + kChunk, -std::numeric_limits<float>::infinity());
-        exp_n(w[k].e, w[k].e, kChunk);
-        rows[k].max = m[k];
+        const vf positions = vload(seen);
+        vf m = vload(max0);
+        for (int64_t s = 0; s < n; ++s) {
+            const vmask valid = vless(vset1(static_cast<float>(s)), positions);
+            const vf score = vmul(vload_where(valid, w.e(s, r0)), vset1(scale));  // 0 in the other lanes
+            const vmask grew = vand(valid, vgreater(score, m));
+            // The one exponent this position needs; -inf (a weight of 0) past the row's n.
+            const vf x = vblend(grew, vsub(score, m), vsub(m, score));
+            vstore(w.e(s, r0), vblend(valid, vset1(-kInf), x));
+            vstore(w.grew(s, r0), vblend(grew, vzero(), vset1(1.0f)));
+            m = vblend(grew, m, score);
+        }
+        for (int64_t s = 0; s < n; ++s) vstore(w.e(s, r0), vexp(vload(w.e(s, r0))));
+        vf sum = vload(sum0);
+        for (int64_t s = 0; s < n; ++s) {
+            const vmask valid = vless(vset1(static_cast<float>(s)), positions);
+            const vf e = vload(w.e(s, r0));
+            const vmask grew = vgreater(vload(w.grew(s, r0)), vzero());
+            const vf next = vblend(grew, vadd(sum, e), vfma(sum, e, vset1(1.0f)));
+            sum = vblend(valid, sum, next);
+        }
+        vstore(max0, m);
+        vstore(sum0, sum);
+        for (int k = 0; k < kWidth && r0 + k < n_rows; ++k) {
+            rows[r0 + k].max = max0[k];
+            rows[r0 + k].sum = sum0[k];
+        }
     }
-    for (int64_t s = 0; s < n; ++s)
-        for (int k = 0; k < K; ++k)
-            if (s < w[k].n) sum[k] = w[k].grew[s] ? sum[k] * w[k].e[s] + 1.0f : sum[k] + w[k].e[s];
-    for (int k = 0; k < K; ++k) rows[k].sum = sum[k];
-}
-
-void softmax_f16(Row* rows, Weights* w, int64_t n_rows, float scale) {
-    int64_t r = 0;
-    for (; r + 4 <= n_rows; r += 4) softmax_group_f16<4>(rows + r, w + r, scale);
-    for (; r < n_rows; ++r) softmax_group_f16<1>(rows + r, w + r, scale);
 }
 
 template <int NV, class T>
@@ -316,7 +375,7 @@ void CpuBackend::attention(const Buffer& q, const KvStorage& kv, int64_t layer, 
         float* ks = acc + kMaxRows * hdp;
         float* vs = ks + kChunk * hdp;
         Row rows[kMaxRows];
-        Weights weights[kMaxRows];
+        ChunkWeights weights;
         // Items strided over the chunks, so every chunk gets early and late tiles alike.
         for (auto item = static_cast<int64_t>(chunk); item < n_items; item += static_cast<int64_t>(n_chunks)) {
             const int64_t sub = item % n_sub;
@@ -338,6 +397,7 @@ void CpuBackend::attention(const Buffer& q, const KvStorage& kv, int64_t layer, 
                     std::fill(acc + n_rows * hdp, acc + (n_rows + 1) * hdp, 0.0f);
                 }
             }
+            weights.set_layout(n_rows);
             // Chunks of kChunk positions at fixed offsets in each block.
             for (int64_t p0 = 0; p0 < reach; p0 += g.block_size) {
                 const int64_t block = table[p0 / g.block_size];
@@ -358,9 +418,9 @@ void CpuBackend::attention(const Buffer& q, const KvStorage& kv, int64_t layer, 
                     auto process = [&](const auto* kp, const auto* vp) {
                         for (int64_t r = 0; r < n_rows; ++r) {
                             const int64_t nr = std::max<int64_t>(0, std::min(n, rows[r].n_visible - c0));
-                            weights[r].n = 0;
+                            weights.n[r] = 0;
                             if (nr == 0) continue;
-                            if (f16) scores_f16(weights[r], qs + r * hdp, kp, nr, hdp);
+                            if (f16) scores_f16(weights, r, qs + r * hdp, kp, nr, hdp);
                             else row_chunk_f32(rows[r], acc + r * hdp, qs + r * hdp, kp, vp, nr, hdp, scale);
                         }
                         if (f16) {
