@@ -124,6 +124,7 @@ int register_all() {
             benchmark::RegisterBenchmark(("vec_dot_tile/" + std::string(inlay::dtype_name(t))).c_str(), bm_vec_dot_tile, t)
                 ->Args({576, 1536, 1})
                 ->Args({576, 1536, 4})
+                ->Args({576, 1536, 8})
                 ->Args({576, 1536, 16})
                 ->Args({576, 1536, 128})
                 ->Args({3072, 1024, 128})

@@ -37,6 +37,19 @@ VecDotTileFn avx512_tile_kernel(DType weight);
 // nullptr where avx512_tile_kernel has no float kernel.
 VecDotTileFn avx512_tile_kernel_widened(DType weight);
 
+// Q8_0 / Q4_0 / Q5_0 prompt tiles with sixteen rows to a vector (AVX-512 VNNI;
+// vec_dot_tile_avx512_rows16.cpp): the same arithmetic as avx512_tile_kernel's, against
+// activations that rows16_pack wrote (rows16_pack_bytes(n, n_tokens) bytes: per token
+// and block an f32 scale and the quants + 128). The rows are regrouped once per call,
+// which pays from about kRows16MinTokens tokens on (bench_kernels). nullptr without AVX-512 VNNI or for
+// other types.
+using Rows16TileFn = void (*)(int64_t n, int64_t n_rows, int64_t n_tokens, float* result, size_t result_stride,
+                              const void* w, size_t w_stride, const std::byte* packed);
+inline constexpr int64_t kRows16MinTokens = 6;  // Zen 4: 0.87x at 4 tokens, 1.5x at 8, 1.9x at 16
+Rows16TileFn avx512_rows16_tile_kernel(DType weight);
+size_t rows16_pack_bytes(int64_t n, int64_t n_tokens);
+void rows16_pack(int64_t n, int64_t n_tokens, const void* x, size_t x_stride, std::byte* out);
+
 // AMX (matrix unit) Q8_0 tiles, vec_dot_tile_amx.cpp. amx_usable: the build targets
 // AMX-INT8 and the OS granted this process the tile state. amx_pack_q8_0 writes
 // amx_pack_q8_0_bytes(n, n_tokens) bytes: the activations in the layout amx_tile_q8_0 reads.

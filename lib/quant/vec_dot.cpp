@@ -137,6 +137,12 @@ AmxPath amx_path(DType weight, int64_t n, int64_t n_tokens) {
     return AmxPath::none;
 }
 
+// Whether the sixteen-row tiles serve this product (AVX-512 VNNI without AMX).
+bool rows16_path(DType weight, int64_t n, int64_t n_tokens) {
+    return n_tokens >= detail::kRows16MinTokens && n > 0 && n % 32 == 0 &&
+           detail::avx512_rows16_tile_kernel(weight) != nullptr;
+}
+
 }  // namespace
 
 TilePack::TilePack(DType weight, int64_t n, int64_t n_tokens, const void* x, size_t x_stride) {
@@ -148,8 +154,16 @@ void TilePack::assign(DType weight, int64_t n, int64_t n_tokens, const void* x, 
     n_ = n;
     n_tokens_ = n_tokens;
     widened_ = false;
+    rows16_ = false;
     bytes_.clear();  // keeps the capacity
     const AmxPath path = amx_path(weight, n, n_tokens);
+    if (path == AmxPath::none && rows16_path(weight, n, n_tokens)) {
+        if (x == nullptr) fail(INLAY_ERR_INVALID_ARGUMENT, "TilePack: null activations");
+        bytes_.resize(detail::rows16_pack_bytes(n, n_tokens) + detail::kAmxAlign - 1);
+        detail::rows16_pack(n, n_tokens, x, x_stride, detail::amx_aligned(bytes_.data()));
+        rows16_ = true;
+        return;
+    }
     if (path == AmxPath::none && n_tokens >= 2 && n > 0 && detail::avx512_tile_kernel_widened(weight)) {
         if (x == nullptr) fail(INLAY_ERR_INVALID_ARGUMENT, "TilePack: null activations");
         bytes_.resize(static_cast<size_t>(n_tokens) * static_cast<size_t>(n) * sizeof(float) + detail::kAmxAlign - 1);
@@ -192,6 +206,16 @@ void vec_dot_tile(DType weight, int64_t n, int64_t n_rows, int64_t n_tokens, flo
         else if (path == AmxPath::q1_0)
             detail::amx_tile_q1_0(n, n_rows, n_tokens, result, result_stride, w, w_stride, packed);
         else detail::amx_tile_kquant(weight, n, n_rows, n_tokens, result, result_stride, w, w_stride, packed);
+        return;
+    }
+    if (rows16_path(weight, n, n_tokens)) {
+        TilePack own;
+        if (!pack) {
+            own = TilePack(weight, n, n_tokens, x, x_stride);
+            pack = &own;
+        }
+        detail::avx512_rows16_tile_kernel(weight)(n, n_rows, n_tokens, result, result_stride, w, w_stride,
+                                                  detail::amx_aligned(pack->bytes_.data()));
         return;
     }
     if (pack && pack->widened_) {

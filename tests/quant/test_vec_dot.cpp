@@ -14,6 +14,7 @@
 #include <cmath>
 #include <cstring>
 #include <random>
+#include <utility>
 #include <vector>
 
 #include "core/error.h"
@@ -448,14 +449,24 @@ TEST_CASE("vec_dot_tile on random blocks equals per-row dots", "[quant][vec_dot]
     }
 }
 
-// Q4_K / Q5_K tiles unpack each pair of rows once into a buffer of 64 super-blocks and
-// read longer rows as stored: both sides of that boundary, bitwise equal to the row kernel.
-TEST_CASE("vec_dot_tile K-quant rows at and past the unpacked buffer", "[quant][vec_dot]") {
+// Tiles that regroup their weight rows once per call into a stack buffer (Q4_K / Q5_K:
+// 64 super-blocks a pair of rows, longer rows read as stored; Q8_0 / Q4_0 / Q5_0 with
+// AVX-512 VNNI: 48 blocks of 16 rows at a time, the rows' sums carried in the results):
+// both sides of each boundary and several buffers' worth, with a partial group of rows,
+// bitwise equal to the row kernel.
+TEST_CASE("vec_dot_tile rows at and past the tiles' regrouping buffers", "[quant][vec_dot]") {
     std::mt19937 rng(5151);
-    for (DType type : {DType::Q4_K, DType::Q5_K}) {
-        for (int64_t n : {int64_t{64 * 256}, int64_t{65 * 256}}) {
+    const std::pair<DType, std::vector<int64_t>> cases[] = {
+        {DType::Q4_K, {64 * 256, 65 * 256}},
+        {DType::Q5_K, {64 * 256, 65 * 256}},
+        {DType::Q8_0, {48 * 32, 49 * 32, 97 * 32}},
+        {DType::Q4_0, {48 * 32, 49 * 32, 97 * 32}},
+        {DType::Q5_0, {48 * 32, 97 * 32}},
+    };
+    for (const auto& [type, lengths] : cases) {
+        for (int64_t n : lengths) {
             const DType act = quant::vec_dot_type(type);
-            const int64_t n_rows = 3, n_tokens = 9;
+            const int64_t n_rows = 19, n_tokens = 9;
             const size_t w_stride = *row_bytes(type, n), x_stride = *row_bytes(act, n);
             Bytes w(w_stride * n_rows), x(x_stride * n_tokens);
             for (int64_t r = 0; r < n_rows; ++r)

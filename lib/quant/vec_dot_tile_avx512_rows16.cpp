@@ -1,0 +1,221 @@
+// Q8_0, Q4_0 and Q5_0 token tiles over sixteen weight rows at once (AVX-512 VNNI), for
+// prompts: a vector's sixteen 32-bit lanes are sixteen rows, so a block's integer dots
+// come out one row per lane and no lane sums are reduced.
+//
+// The 512-bit block-sum tile (vec_dot_tile_avx512.cpp) holds two tokens' eight partial
+// sums of one row per vector and reduces them to one total per (row, token) for every
+// block of 32: on Zen 4 that reduction and the block's scales took three operations for
+// every dpbusd. Here the rows are regrouped once per call (`interleave`): for each
+// block, vector k holds bytes 4k..4k+3 of every row (the weights as signed values), so
+// `dpbusd(acc, broadcast(x bytes 4k..4k+3), vector k)` adds each row's four products to
+// its own lane, and eight of them make the block's dots. The activations are the
+// unsigned operand: TilePack stores them as x + 128 (`rows16_pack`), and each lane
+// starts from -128 * sum(w) of its row's block, so it ends at exactly sum(w x). Each
+// total then goes into its row's float with dot_block_sums' fma(float(total), d_w * d_x,
+// acc): the same bits as vec_dot_kernel.
+#include "quant/kernels.h"
+
+#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__) && defined(__AVX512DQ__) && \
+    defined(__AVX512VNNI__) && defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
+
+#include <algorithm>
+#include <cstring>
+#include <type_traits>
+
+#include "core/half.h"
+#include "quant/avx2_blocks.h"
+#include "quant/gcc_avx512_warnings.h"
+
+namespace inlay::quant::detail {
+namespace {
+
+using namespace avx2;
+
+constexpr int kRows = 16;
+constexpr int64_t kMaxBlocks = 48;  // blocks interleaved at a time: 48 x 640 bytes on the stack
+constexpr int kTokens = 8;          // tokens whose accumulators stay in registers
+
+// One block of the sixteen rows, regrouped.
+struct InterleavedBlock {
+    int32_t quads[8][kRows];  // quads[k][r]: bytes 4k..4k+3 of row r's block, signed weights
+    int32_t start[kRows];     // -128 * the sum of row r's weights in the block
+    float d[kRows];           // row r's block scale
+};
+
+// One block of one token's activations as rows16_pack writes them.
+struct PackedBlock {
+    float d;
+    uint8_t q[kQK8_0];  // x + 128
+};
+
+// The 32 weights of a block in element order as signed bytes.
+template <class Block>
+__m256i signed_weights(const Block& b) {
+    if constexpr (std::is_same_v<Block, BlockQ8_0>) return load32(b.qs);
+    else return _mm256_sub_epi8(Block32<Block>::levels(b), _mm256_set1_epi8(Block32<Block>::kOffset));
+}
+
+// 8 x 8 transpose of 32-bit lanes: out[k] lane i = in[i] lane k.
+inline void transpose8(const __m256i (&in)[8], __m256i (&out)[8]) {
+    __m256i a[8], b[8];
+    for (int i = 0; i < 8; i += 2) {
+        a[i] = _mm256_unpacklo_epi32(in[i], in[i + 1]);
+        a[i + 1] = _mm256_unpackhi_epi32(in[i], in[i + 1]);
+    }
+    for (int i = 0; i < 8; i += 4) {
+        b[i] = _mm256_unpacklo_epi64(a[i], a[i + 2]);
+        b[i + 1] = _mm256_unpackhi_epi64(a[i], a[i + 2]);
+        b[i + 2] = _mm256_unpacklo_epi64(a[i + 1], a[i + 3]);
+        b[i + 3] = _mm256_unpackhi_epi64(a[i + 1], a[i + 3]);
+    }
+    for (int i = 0; i < 4; ++i) {
+        out[i] = _mm256_permute2x128_si256(b[i], b[i + 4], 0x20);
+        out[i + 4] = _mm256_permute2x128_si256(b[i], b[i + 4], 0x31);
+    }
+}
+
+// Blocks [b0, b0 + count) of n_rows (<= 16) rows into `out`; missing rows are zeros.
+template <class Block>
+void interleave(const uint8_t* w, size_t w_stride, int n_rows, int64_t b0, int64_t count, InterleavedBlock* out) {
+    for (int64_t i = 0; i < count; ++i) {
+        InterleavedBlock& ib = out[i];
+        alignas(32) uint16_t d16[kRows] = {};
+        for (int half = 0; half < 2; ++half) {
+            __m256i rows[8], quads[8];
+            for (int j = 0; j < 8; ++j) {
+                const int r = 8 * half + j;
+                if (r < n_rows) {
+                    const Block& b = row_as<Block>(w, w_stride, r)[b0 + i];
+                    rows[j] = signed_weights(b);
+                    d16[r] = b.d;
+                } else {
+                    rows[j] = _mm256_setzero_si256();
+                }
+            }
+            transpose8(rows, quads);
+            for (int k = 0; k < 8; ++k)
+                _mm256_storeu_si256(reinterpret_cast<__m256i*>(&ib.quads[k][8 * half]), quads[k]);
+        }
+        __m512i sum = _mm512_setzero_si512();
+        const __m512i ones = _mm512_set1_epi8(1);
+        for (int k = 0; k < 8; ++k) sum = _mm512_dpbusd_epi32(sum, ones, _mm512_loadu_si512(ib.quads[k]));
+        _mm512_storeu_si512(ib.start, _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_slli_epi32(sum, 7)));
+        _mm512_storeu_ps(ib.d, _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(d16))));
+    }
+}
+
+// Tokens [0, T) of the pack against `count` interleaved blocks; acc holds the rows'
+// running floats (one vector per token).
+template <int T>
+void tokens_over_blocks(const InterleavedBlock* blocks, int64_t count, const PackedBlock* const (&x)[kTokens],
+                        __m512 (&acc)[kTokens]) {
+    for (int64_t i = 0; i < count; ++i) {
+        const InterleavedBlock& ib = blocks[i];
+        __m512i quads[8];
+        for (int k = 0; k < 8; ++k) quads[k] = _mm512_loadu_si512(ib.quads[k]);
+        const __m512i start = _mm512_loadu_si512(ib.start);
+        const __m512 dw = _mm512_loadu_ps(ib.d);
+        for (int t = 0; t < T; ++t) {
+            const PackedBlock& xb = x[t][i];
+            __m512i s = start;
+            for (int k = 0; k < 8; ++k) {
+                int32_t four;
+                std::memcpy(&four, xb.q + 4 * k, sizeof four);
+                s = _mm512_dpbusd_epi32(s, _mm512_set1_epi32(four), quads[k]);
+            }
+            acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(dw, _mm512_set1_ps(xb.d)), acc[t]);
+        }
+    }
+}
+
+template <int T>
+void token_group(const InterleavedBlock* blocks, int64_t b0, int64_t count, const PackedBlock* x0, size_t x_blocks,
+                 int n_rows, float* result, size_t result_stride) {
+    const PackedBlock* x[kTokens];
+    __m512 acc[kTokens];
+    const __mmask16 rows = static_cast<__mmask16>((1u << n_rows) - 1);
+    for (int t = 0; t < T; ++t) {
+        x[t] = x0 + static_cast<size_t>(t) * x_blocks + static_cast<size_t>(b0);
+        // The rows' floats carry over from the previous blocks through the result.
+        acc[t] = b0 == 0 ? _mm512_setzero_ps()
+                         : _mm512_maskz_loadu_ps(rows, result + static_cast<size_t>(t) * result_stride);
+    }
+    tokens_over_blocks<T>(blocks, count, x, acc);
+    for (int t = 0; t < T; ++t) _mm512_mask_storeu_ps(result + static_cast<size_t>(t) * result_stride, rows, acc[t]);
+}
+
+template <int T>
+void token_tail(int tokens, const InterleavedBlock* blocks, int64_t b0, int64_t count, const PackedBlock* x0,
+                size_t x_blocks, int n_rows, float* result, size_t result_stride) {
+    if constexpr (T > 0) {
+        if (tokens == T) token_group<T>(blocks, b0, count, x0, x_blocks, n_rows, result, result_stride);
+        else token_tail<T - 1>(tokens, blocks, b0, count, x0, x_blocks, n_rows, result, result_stride);
+    }
+}
+
+template <class Block>
+void rows16_tiles(int64_t n, int64_t n_rows, int64_t n_tokens, float* result, size_t result_stride, const void* w,
+                  size_t w_stride, const std::byte* packed) {
+    const int64_t nb = n / kQK8_0;
+    const auto* wb = static_cast<const uint8_t*>(w);
+    const auto* xp = reinterpret_cast<const PackedBlock*>(packed);
+    InterleavedBlock blocks[kMaxBlocks];
+    for (int64_t r = 0; r < n_rows; r += kRows) {
+        const int rows = static_cast<int>(std::min<int64_t>(kRows, n_rows - r));
+        for (int64_t b0 = 0; b0 < nb; b0 += kMaxBlocks) {
+            const int64_t count = std::min(kMaxBlocks, nb - b0);
+            interleave<Block>(wb + static_cast<size_t>(r) * w_stride, w_stride, rows, b0, count, blocks);
+            int64_t t = 0;
+            for (; t + kTokens <= n_tokens; t += kTokens)
+                token_group<kTokens>(blocks, b0, count, xp + static_cast<size_t>(t * nb), static_cast<size_t>(nb), rows,
+                                     result + static_cast<size_t>(t) * result_stride + static_cast<size_t>(r),
+                                     result_stride);
+            if (t < n_tokens)
+                token_tail<kTokens - 1>(static_cast<int>(n_tokens - t), blocks, b0, count,
+                                        xp + static_cast<size_t>(t * nb), static_cast<size_t>(nb), rows,
+                                        result + static_cast<size_t>(t) * result_stride + static_cast<size_t>(r),
+                                        result_stride);
+        }
+    }
+}
+
+}  // namespace
+
+size_t rows16_pack_bytes(int64_t n, int64_t n_tokens) {
+    return static_cast<size_t>(n_tokens) * static_cast<size_t>(n / kQK8_0) * sizeof(PackedBlock);
+}
+
+void rows16_pack(int64_t n, int64_t n_tokens, const void* x, size_t x_stride, std::byte* out) {
+    const int64_t nb = n / kQK8_0;
+    auto* dst = reinterpret_cast<PackedBlock*>(out);
+    const auto* xb = static_cast<const uint8_t*>(x);
+    for (int64_t t = 0; t < n_tokens; ++t) {
+        const auto* src = row_as<BlockQ8_0>(xb, x_stride, static_cast<int>(t));
+        for (int64_t b = 0; b < nb; ++b, ++dst) {
+            dst->d = f16_to_f32(src[b].d);
+            const __m256i q = _mm256_xor_si256(load32(src[b].qs), _mm256_set1_epi8(-128));  // x + 128
+            _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst->q), q);
+        }
+    }
+}
+
+Rows16TileFn avx512_rows16_tile_kernel(DType weight) {
+    switch (weight) {
+        case DType::Q8_0: return rows16_tiles<BlockQ8_0>;
+        case DType::Q4_0: return rows16_tiles<BlockQ4_0>;
+        case DType::Q5_0: return rows16_tiles<BlockQ5_0>;
+        default: return nullptr;
+    }
+}
+
+}  // namespace inlay::quant::detail
+
+#else
+
+namespace inlay::quant::detail {
+size_t rows16_pack_bytes(int64_t, int64_t) { return 0; }
+void rows16_pack(int64_t, int64_t, const void*, size_t, std::byte*) {}
+Rows16TileFn avx512_rows16_tile_kernel(DType) { return nullptr; }
+}  // namespace inlay::quant::detail
+
+#endif
