@@ -50,6 +50,14 @@ Rows16TileFn avx512_rows16_tile_kernel(DType weight);
 size_t rows16_pack_bytes(int64_t n, int64_t n_tokens);
 void rows16_pack(int64_t n, int64_t n_tokens, const void* x, size_t x_stride, std::byte* out);
 
+// Q4_K / Q5_K prompt tiles with sixteen rows to a vector (AVX-512 VNNI;
+// vec_dot_tile_avx512_rows16_kquants.cpp), against the Q8_K activations as they are:
+// the same arithmetic as avx512_tile_kernel's. They regroup the rows once per 64 tokens,
+// which pays from about kRows16KquantMinTokens tokens on (bench_kernels). nullptr
+// without AVX-512 VNNI or for other types.
+inline constexpr int64_t kRows16KquantMinTokens = 4;  // Zen 4: 1.2x at 4 tokens, 1.3x at 8, 1.5x at 16, 1.7x at 128
+VecDotTileFn avx512_rows16_kquant_tile_kernel(DType weight);
+
 // AMX (matrix unit) Q8_0 tiles, vec_dot_tile_amx.cpp. amx_usable: the build targets
 // AMX-INT8 and the OS granted this process the tile state. amx_pack_q8_0 writes
 // amx_pack_q8_0_bytes(n, n_tokens) bytes: the activations in the layout amx_tile_q8_0 reads.

@@ -118,4 +118,23 @@ inline uint32_t load_u32(const void* p) {
     return v;
 }
 
+// 8 x 8 transpose of 32-bit lanes: out[k] lane i = in[i] lane k.
+inline void transpose8x32(const __m256i (&in)[8], __m256i (&out)[8]) {
+    __m256i a[8], b[8];
+    for (int i = 0; i < 8; i += 2) {
+        a[i] = _mm256_unpacklo_epi32(in[i], in[i + 1]);
+        a[i + 1] = _mm256_unpackhi_epi32(in[i], in[i + 1]);
+    }
+    for (int i = 0; i < 8; i += 4) {
+        b[i] = _mm256_unpacklo_epi64(a[i], a[i + 2]);
+        b[i + 1] = _mm256_unpackhi_epi64(a[i], a[i + 2]);
+        b[i + 2] = _mm256_unpacklo_epi64(a[i + 1], a[i + 3]);
+        b[i + 3] = _mm256_unpackhi_epi64(a[i + 1], a[i + 3]);
+    }
+    for (int i = 0; i < 4; ++i) {
+        out[i] = _mm256_permute2x128_si256(b[i], b[i + 4], 0x20);
+        out[i + 4] = _mm256_permute2x128_si256(b[i], b[i + 4], 0x31);
+    }
+}
+
 }  // namespace inlay::quant::simd

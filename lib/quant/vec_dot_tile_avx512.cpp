@@ -334,92 +334,6 @@ struct BlockSumTile512 {
 
 // ---------------------------------------------------------------- Q4_K / Q5_K
 
-// A Q4_K / Q5_K super-block as AffineKTile512 consumes it: the 256 levels as bytes
-// (chunk C: values 64C..64C+31, then 64C+32..64C+63), the eight scales as int16 pairs
-// in 32-bit words (one broadcast load each), the mins as k_min_pairs, and the f16 [d, dmin].
-struct UnpackedK {
-    uint8_t levels[kQK_K];
-    int32_t scale_pairs[8];
-    int16_t min_pairs[16];
-    uint32_t d_dmin;
-};
-
-template <bool Q5>
-using AffineKBlock = std::conditional_t<Q5, BlockQ5_K, BlockQ4_K>;
-
-template <bool Q5>
-void unpack_affine_k(const AffineKBlock<Q5>& wb, UnpackedK& out) {
-    const __m128i sm = unpack_k_scales(wb.scales);
-    __m256i qh = _mm256_setzero_si256();
-    if constexpr (Q5) qh = load32(wb.qh);
-    auto chunk = [&]<int C>() {
-        __m256i lo, hi;
-        affine_levels<Q5, C>(wb, qh, lo, hi);
-        _mm256_storeu_si256(reinterpret_cast<__m256i*>(out.levels + 64 * C), lo);
-        _mm256_storeu_si256(reinterpret_cast<__m256i*>(out.levels + 64 * C + 32), hi);
-    };
-    chunk.template operator()<0>();
-    chunk.template operator()<1>();
-    chunk.template operator()<2>();
-    chunk.template operator()<3>();
-    const __m256i sc32 = _mm256_cvtepu8_epi32(sm);  // scales 0..63: both halves of each word
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out.scale_pairs), _mm256_or_si256(sc32, _mm256_slli_epi32(sc32, 16)));
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out.min_pairs), k_min_pairs(sm));
-    out.d_dmin = load_u32(&wb.d);
-}
-
-// The rows of an AffineKTile512 as stored: each tile unpacks the super-blocks it reads.
-template <bool Q5, int R>
-struct StoredAffineKRows {
-    using Block = AffineKBlock<Q5>;
-    const Block* wr[R];
-    __m128i sm[R];
-    __m512i scales16[R];
-    __m256i qh[R];
-    StoredAffineKRows(const uint8_t* w, size_t w_stride) {
-        for (int r = 0; r < R; ++r) wr[r] = row_as<Block>(w, w_stride, r);
-    }
-    void start(int64_t b) {
-        for (int r = 0; r < R; ++r) {
-            sm[r] = unpack_k_scales(wr[r][b].scales);
-            scales16[r] = _mm512_broadcast_i32x4(_mm_cvtepu8_epi16(sm[r]));
-            if constexpr (Q5) qh[r] = load32(wr[r][b].qh);
-        }
-    }
-    template <int C>
-    void chunk(int r, int64_t b, __m512i& lo2, __m512i& hi2, __m512i& scale_lo, __m512i& scale_hi) const {
-        __m256i lo, hi;
-        affine_levels<Q5, C>(wr[r][b], qh[r], lo, hi);
-        lo2 = _mm512_broadcast_i64x4(lo);
-        hi2 = _mm512_broadcast_i64x4(hi);
-        scale_lo = _mm512_shuffle_epi8(scales16[r], _mm512_broadcast_i64x4(broadcast16_pick(2 * C)));
-        scale_hi = _mm512_shuffle_epi8(scales16[r], _mm512_broadcast_i64x4(broadcast16_pick(2 * C + 1)));
-    }
-    [[nodiscard]] __m512i min_pairs(int r, int64_t) const { return _mm512_broadcast_i64x4(k_min_pairs(sm[r])); }
-    [[nodiscard]] uint32_t d_dmin(int r, int64_t b) const { return load_u32(&wr[r][b].d); }
-};
-
-// The rows of an AffineKTile512 unpacked once (UnpackedK rows, w_stride bytes apart) for
-// every tile of tokens that passes over them: only broadcast loads per chunk.
-template <int R>
-struct UnpackedAffineKRows {
-    const UnpackedK* wr[R];
-    UnpackedAffineKRows(const uint8_t* w, size_t w_stride) {
-        for (int r = 0; r < R; ++r) wr[r] = row_as<UnpackedK>(w, w_stride, r);
-    }
-    void start(int64_t) {}
-    template <int C>
-    void chunk(int r, int64_t b, __m512i& lo2, __m512i& hi2, __m512i& scale_lo, __m512i& scale_hi) const {
-        const UnpackedK& u = wr[r][b];
-        lo2 = _mm512_broadcast_i64x4(load32(u.levels + 64 * C));
-        hi2 = _mm512_broadcast_i64x4(load32(u.levels + 64 * C + 32));
-        scale_lo = _mm512_set1_epi32(u.scale_pairs[2 * C]);
-        scale_hi = _mm512_set1_epi32(u.scale_pairs[2 * C + 1]);
-    }
-    [[nodiscard]] __m512i min_pairs(int r, int64_t b) const { return _mm512_broadcast_i64x4(load32(wr[r][b].min_pairs)); }
-    [[nodiscard]] uint32_t d_dmin(int r, int64_t b) const { return wr[r][b].d_dmin; }
-};
-
 // AffineKTile's arithmetic (vec_dot_avx2_kquants.cpp) with two tokens to a vector: the
 // low half token 2p's sub-block products, the high half token 2p+1's, against one row's
 // levels and scales broadcast to both halves. The integer totals of a super-block are
@@ -428,18 +342,19 @@ struct UnpackedAffineKRows {
 // its own float accumulator lane with fuse_totals' operation, fma(float(total),
 // d_x * d_w, acc) (d_x * dmin for the mins), so the results are the same bits.
 // An odd last token fills both halves (the high half's result is dropped); a single
-// row (R = 1) reduces zeros as its second. Rows<R> gives the weights (as stored, or
-// unpacked once for many tiles).
-template <bool Q5, template <int> class Rows>
+// row (R = 1) reduces zeros as its second.
+template <bool Q5>
 struct AffineKTile512 {
     template <int R, int T>
     static void run(int64_t n, float* result, size_t result_stride, const uint8_t* w, size_t w_stride,
                     const uint8_t* x, size_t x_stride) {
         static_assert(R == 1 || R == 2, "the totals are reduced for two rows");
+        using Block = std::conditional_t<Q5, BlockQ5_K, BlockQ4_K>;
         constexpr int P = (T + 1) / 2;  // token pairs
         constexpr int Q = (P + 1) / 2;  // accumulator vectors: four tokens each
-        Rows<R> rows(w, w_stride);
+        const Block* wr[R];
         const BlockQ8_K* xr[4 * Q];
+        for (int r = 0; r < R; ++r) wr[r] = row_as<Block>(w, w_stride, r);
         for (int t = 0; t < 4 * Q; ++t) xr[t] = row_as<BlockQ8_K>(x, x_stride, std::min(t, T - 1));
         // Lane 4k + 2r (+1) of acc[q]: token 4q + k, row r, the sumi (summ) accumulator.
         __m512 acc[Q];
@@ -450,13 +365,27 @@ struct AffineKTile512 {
             // of every (row, pair) stay live through the chunks, so the mins' products
             // are formed after them and each chunk prepares the rows before it walks
             // the token pairs (which then load their activations once for both rows).
-            rows.start(b);
+            __m128i sm[R];
+            __m512i scales16[R];
+            __m256i qh[R];
             __m512i sumi[R][P];
-            for (int r = 0; r < R; ++r)
+            for (int r = 0; r < R; ++r) {
+                const Block& wb = wr[r][b];
+                sm[r] = unpack_k_scales(wb.scales);
+                scales16[r] = _mm512_broadcast_i32x4(_mm_cvtepu8_epi16(sm[r]));
                 for (int p = 0; p < P; ++p) sumi[r][p] = _mm512_setzero_si512();
+                if constexpr (Q5) qh[r] = load32(wb.qh);
+            }
             auto chunk = [&]<int C>() {
                 __m512i lo2[R], hi2[R], scale_lo[R], scale_hi[R];
-                for (int r = 0; r < R; ++r) rows.template chunk<C>(r, b, lo2[r], hi2[r], scale_lo[r], scale_hi[r]);
+                for (int r = 0; r < R; ++r) {
+                    __m256i lo, hi;
+                    affine_levels<Q5, C>(wr[r][b], qh[r], lo, hi);
+                    lo2[r] = _mm512_broadcast_i64x4(lo);
+                    hi2[r] = _mm512_broadcast_i64x4(hi);
+                    scale_lo[r] = _mm512_shuffle_epi8(scales16[r], _mm512_broadcast_i64x4(broadcast16_pick(2 * C)));
+                    scale_hi[r] = _mm512_shuffle_epi8(scales16[r], _mm512_broadcast_i64x4(broadcast16_pick(2 * C + 1)));
+                }
                 for (int p = 0; p < P; ++p) {
                     const __m512i xl = halves(load32(xr[2 * p][b].qs + 64 * C), load32(xr[2 * p + 1][b].qs + 64 * C));
                     const __m512i xh =
@@ -475,12 +404,12 @@ struct AffineKTile512 {
             for (int p = 0; p < P; ++p) {
                 const __m512i bsums = halves(load32(xr[2 * p][b].bsums), load32(xr[2 * p + 1][b].bsums));
                 for (int r = 0; r < R; ++r)
-                    mins[r][p] = _mm512_madd_epi16(bsums, rows.min_pairs(r, b));  // k_min_products, per half
+                    mins[r][p] = _mm512_madd_epi16(bsums, _mm512_broadcast_i64x4(k_min_pairs(sm[r])));  // k_min_products, per half
             }
             // [d, dmin] of each row as f32 (the blocks start with the two f16 scales),
             // repeated for every token; times each lane's token's d_x.
-            const __m128i dw_bits = _mm_setr_epi32(static_cast<int32_t>(rows.d_dmin(0, b)),
-                                                   R == 2 ? static_cast<int32_t>(rows.d_dmin(R - 1, b)) : 0, 0, 0);
+            const __m128i dw_bits = _mm_setr_epi32(static_cast<int32_t>(load_u32(&wr[0][b].d)),
+                                                   R == 2 ? static_cast<int32_t>(load_u32(&wr[R - 1][b].d)) : 0, 0, 0);
             const __m512 dw = _mm512_broadcast_f32x4(_mm_cvtph_ps(dw_bits));
             const __m512i zero = _mm512_setzero_si512();
             for (int q = 0; q < Q; ++q) {
@@ -505,41 +434,17 @@ struct AffineKTile512 {
     }
 };
 
-template <bool Q5>
-struct StoredRowsOf {
-    template <int R>
-    using type = StoredAffineKRows<Q5, R>;
-};
-
-// Q4_K / Q5_K tiles: each pair of rows is unpacked once (UnpackedK, on the stack) for all
-// the tokens, instead of once per tile of 8 tokens (Zen 4: the unpacking and the scales'
-// shuffles were a fifth of the tile's vector operations). Rows longer than the stack
-// buffer take the stored rows.
+// Q4_K / Q5_K tiles: the sixteen-row tiles (vec_dot_tile_avx512_rows16_kquants.cpp)
+// from kRows16KquantMinTokens tokens on, two rows at a time below.
 template <bool Q5>
 void affine_k_tiles(int64_t n, int64_t n_rows, int64_t n_tokens, float* result, size_t result_stride,
                     const void* w, size_t w_stride, const void* x, size_t x_stride) {
-    constexpr int64_t kMaxBlocks = 64;  // rows of up to 16384: 2 x 64 x 324 bytes
-    using Stored = AffineKTile512<Q5, StoredRowsOf<Q5>::template type>;
-    using Unpacked = AffineKTile512<Q5, UnpackedAffineKRows>;
-    const int64_t nb = n / kQK_K;
-    if (nb > kMaxBlocks || n_tokens < 8) {
-        tiles<Stored, 2, 8>(n, n_rows, n_tokens, result, result_stride, w, w_stride, x, x_stride);
+    if (n_tokens >= kRows16KquantMinTokens) {
+        avx512_rows16_kquant_tile_kernel(Q5 ? DType::Q5_K : DType::Q4_K)(n, n_rows, n_tokens, result, result_stride, w,
+                                                                         w_stride, x, x_stride);
         return;
     }
-    UnpackedK rows[2][kMaxBlocks];
-    const auto* wb = static_cast<const uint8_t*>(w);
-    const auto* xb = static_cast<const uint8_t*>(x);
-    const auto* ub = reinterpret_cast<const uint8_t*>(&rows[0][0]);
-    constexpr size_t kUnpackedStride = sizeof(rows[0]);
-    for (int64_t r = 0; r < n_rows; r += 2) {
-        const int R = n_rows - r >= 2 ? 2 : 1;
-        for (int i = 0; i < R; ++i) {
-            const auto* blocks = row_as<AffineKBlock<Q5>>(wb + static_cast<size_t>(r) * w_stride, w_stride, i);
-            for (int64_t b = 0; b < nb; ++b) unpack_affine_k<Q5>(blocks[b], rows[i][b]);
-        }
-        if (R == 2) row_group<Unpacked, 2, 8>(n, n_tokens, result + r, result_stride, ub, kUnpackedStride, xb, x_stride);
-        else row_group<Unpacked, 1, 8>(n, n_tokens, result + r, result_stride, ub, kUnpackedStride, xb, x_stride);
-    }
+    tiles<AffineKTile512<Q5>, 2, 8>(n, n_rows, n_tokens, result, result_stride, w, w_stride, x, x_stride);
 }
 
 // ---------------------------------------------------------------- Q6_K

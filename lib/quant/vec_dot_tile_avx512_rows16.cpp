@@ -55,25 +55,6 @@ __m256i signed_weights(const Block& b) {
     else return _mm256_sub_epi8(Block32<Block>::levels(b), _mm256_set1_epi8(Block32<Block>::kOffset));
 }
 
-// 8 x 8 transpose of 32-bit lanes: out[k] lane i = in[i] lane k.
-inline void transpose8(const __m256i (&in)[8], __m256i (&out)[8]) {
-    __m256i a[8], b[8];
-    for (int i = 0; i < 8; i += 2) {
-        a[i] = _mm256_unpacklo_epi32(in[i], in[i + 1]);
-        a[i + 1] = _mm256_unpackhi_epi32(in[i], in[i + 1]);
-    }
-    for (int i = 0; i < 8; i += 4) {
-        b[i] = _mm256_unpacklo_epi64(a[i], a[i + 2]);
-        b[i + 1] = _mm256_unpackhi_epi64(a[i], a[i + 2]);
-        b[i + 2] = _mm256_unpacklo_epi64(a[i + 1], a[i + 3]);
-        b[i + 3] = _mm256_unpackhi_epi64(a[i + 1], a[i + 3]);
-    }
-    for (int i = 0; i < 4; ++i) {
-        out[i] = _mm256_permute2x128_si256(b[i], b[i + 4], 0x20);
-        out[i + 4] = _mm256_permute2x128_si256(b[i], b[i + 4], 0x31);
-    }
-}
-
 // Blocks [b0, b0 + count) of n_rows (<= 16) rows into `out`; missing rows are zeros.
 template <class Block>
 void interleave(const uint8_t* w, size_t w_stride, int n_rows, int64_t b0, int64_t count, InterleavedBlock* out) {
@@ -92,7 +73,7 @@ void interleave(const uint8_t* w, size_t w_stride, int n_rows, int64_t b0, int64
                     rows[j] = _mm256_setzero_si256();
                 }
             }
-            transpose8(rows, quads);
+            transpose8x32(rows, quads);
             for (int k = 0; k < 8; ++k)
                 _mm256_storeu_si256(reinterpret_cast<__m256i*>(&ib.quads[k][8 * half]), quads[k]);
         }
