@@ -41,8 +41,8 @@ VecDotTileFn avx512_tile_kernel_widened(DType weight);
 // vec_dot_tile_avx512_rows16.cpp): the same arithmetic as avx512_tile_kernel's, against
 // activations that rows16_pack wrote (rows16_pack_bytes(n, n_tokens) bytes: per token
 // and block an f32 scale and the quants + 128). The rows are regrouped once per call,
-// which pays from about kRows16MinTokens tokens on (bench_kernels). nullptr without AVX-512 VNNI or for
-// other types.
+// which pays from about kRows16MinTokens tokens on (bench_kernels). nullptr without
+// AVX-512 VNNI or for other types.
 using Rows16TileFn = void (*)(int64_t n, int64_t n_rows, int64_t n_tokens, float* result, size_t result_stride,
                               const void* w, size_t w_stride, const std::byte* packed);
 inline constexpr int64_t kRows16MinTokens = 6;  // Zen 4: 0.87x at 4 tokens, 1.5x at 8, 1.9x at 16
@@ -50,12 +50,14 @@ Rows16TileFn avx512_rows16_tile_kernel(DType weight);
 size_t rows16_pack_bytes(int64_t n, int64_t n_tokens);
 void rows16_pack(int64_t n, int64_t n_tokens, const void* x, size_t x_stride, std::byte* out);
 
-// Q4_K / Q5_K prompt tiles with sixteen rows to a vector (AVX-512 VNNI;
+// Q4_K / Q5_K / Q6_K prompt tiles with sixteen rows to a vector (AVX-512 VNNI;
 // vec_dot_tile_avx512_rows16_kquants.cpp), against the Q8_K activations as they are:
 // the same arithmetic as avx512_tile_kernel's. They regroup the rows once per 64 tokens,
-// which pays from about kRows16KquantMinTokens tokens on (bench_kernels). nullptr
+// which pays from about kRows16KquantMinTokens (Q6_K: kRows16Q6KMinTokens) tokens on
+// (bench_kernels). nullptr
 // without AVX-512 VNNI or for other types.
-inline constexpr int64_t kRows16KquantMinTokens = 4;  // Zen 4: 1.2x at 4 tokens, 1.3x at 8, 1.5x at 16, 1.7x at 128
+inline constexpr int64_t kRows16KquantMinTokens = 4;  // Zen 4, Q4_K: 1.2x at 4 tokens, 1.3x at 8, 1.5x at 16, 1.7x at 128
+inline constexpr int64_t kRows16Q6KMinTokens = 8;     // Zen 4, Q6_K: 0.93x at 4 tokens, 1.4x at 16, 1.9x at 128
 VecDotTileFn avx512_rows16_kquant_tile_kernel(DType weight);
 
 // AMX (matrix unit) Q8_0 tiles, vec_dot_tile_amx.cpp. amx_usable: the build targets

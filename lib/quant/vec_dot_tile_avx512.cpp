@@ -534,6 +534,18 @@ struct Q6KTile512 {
     }
 };
 
+// Q6_K tiles: the sixteen-row tiles from kRows16Q6KMinTokens tokens on, two rows at a
+// time below.
+void q6_k_tiles(int64_t n, int64_t n_rows, int64_t n_tokens, float* result, size_t result_stride, const void* w,
+                size_t w_stride, const void* x, size_t x_stride) {
+    if (n_tokens >= kRows16Q6KMinTokens) {
+        avx512_rows16_kquant_tile_kernel(DType::Q6_K)(n, n_rows, n_tokens, result, result_stride, w, w_stride, x,
+                                                      x_stride);
+        return;
+    }
+    tiles<Q6KTile512, 2, 8>(n, n_rows, n_tokens, result, result_stride, w, w_stride, x, x_stride);
+}
+
 // tiles<K, R, T> with the tokens in chunks: each chunk's f32 activations (kTokenChunk x
 // n floats) stay in L2 while every row group of the call passes over them, where all
 // the tokens' would not (512 tokens of 1536 floats are 3 MiB).
@@ -571,7 +583,7 @@ VecDotTileFn avx512_tile_kernel(DType weight) {
         case DType::Q5_1: return tiles<Block32Tile512<BlockQ5_1>, 4, 4>;
         case DType::Q4_K: return affine_k_tiles<false>;
         case DType::Q5_K: return affine_k_tiles<true>;
-        case DType::Q6_K: return tiles<Q6KTile512, 2, 8>;
+        case DType::Q6_K: return q6_k_tiles;
         default: return nullptr;
     }
 }

@@ -1,4 +1,4 @@
-// Q4_K and Q5_K token tiles over sixteen weight rows at once (AVX-512 VNNI), for
+// Q4_K, Q5_K and Q6_K token tiles over sixteen weight rows at once (AVX-512 VNNI), for
 // prompts: vec_dot_tile_avx512_rows16.cpp's layout for the K-quants.
 //
 // The two-row K-quant tile (vec_dot_tile_avx512.cpp) multiplies with maddubs and
@@ -10,7 +10,10 @@
 // row's sub-block dot in its lane; times the row's scale (vpmulld) they add up to the
 // super-block's exact sumi, and four dpwssd of the mins against the token's sub-block
 // sums give summ. Both go into per-(row, token) floats with affine_k_accumulate's
-// operations and the result is acc - acc_min: the same bits as vec_dot_kernel.
+// operations and the result is acc - acc_min: the same bits as vec_dot_kernel. Q6_K
+// the same way with its sixteen sub-blocks of 16 (levels 0..63, signed scales), the
+// -32 offset taken out by eight dpwssd of the scales against the token's block sums,
+// and dot_q6_k's one float per (row, token).
 //
 // The floats of a block of tokens live on the stack while the chunks of super-blocks
 // pass, so the rows are regrouped once per 64 tokens.
@@ -20,6 +23,7 @@
     defined(__AVX512VNNI__) && defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
 
 #include <algorithm>
+#include <cstring>
 #include <type_traits>
 
 #include "core/half.h"
@@ -33,122 +37,216 @@ namespace {
 using namespace avx2;
 
 constexpr int kRows = 16;
-constexpr int64_t kChunkBlocks = 4;  // super-blocks regrouped at a time: 4 x 4992 bytes
+constexpr int64_t kChunkBlocks = 4;  // super-blocks regrouped at a time: 4 x 5 KiB
 constexpr int64_t kTokenBlock = 64;  // tokens whose floats stay on the stack
 constexpr int kTokens = 8;           // tokens whose integer totals stay in registers
 
-// One super-block of the sixteen rows, regrouped.
-struct InterleavedSuperBlock {
-    int32_t quads[8][8][kRows];  // quads[j][k][r]: levels 4k..4k+3 of sub-block j of row r
-    int32_t scales[8][kRows];    // row r's scale of sub-block j
-    int32_t min_pairs[4][kRows]; // row r's mins 2i and 2i+1 as int16 (low, high)
-    float d[kRows];
-    float dmin[kRows];
+// The format policies: Group (one super-block of the sixteen rows, regrouped),
+// interleave (super-blocks [b0, b0 + count) of n_rows <= 16 rows; missing rows are zeros)
+// and accumulate<T> (tokens [0, T) over `count` groups into their rows' floats, kRows
+// apart: acc and, for the affine formats, acc_min).
+
+// Q4_K / Q5_K.
+template <bool Q5>
+struct Affine {
+    static constexpr bool kHasMin = true;
+    using Block = std::conditional_t<Q5, BlockQ5_K, BlockQ4_K>;
+    struct Group {
+        int32_t quads[8][8][kRows];   // quads[j][k][r]: levels 4k..4k+3 of sub-block j of row r
+        int32_t scales[8][kRows];     // row r's scale of sub-block j
+        int32_t min_pairs[4][kRows];  // row r's mins 2i and 2i+1 as int16 (low, high)
+        float d[kRows];
+        float dmin[kRows];
+    };
+
+    static void interleave(const uint8_t* w, size_t w_stride, int n_rows, int64_t b0, int64_t count, Group* out) {
+        for (int64_t i = 0; i < count; ++i) {
+            Group& ib = out[i];
+            alignas(32) uint8_t sm[kRows][16] = {};
+            alignas(32) uint16_t d16[kRows] = {}, dmin16[kRows] = {};
+            for (int half = 0; half < 2; ++half) {
+                __m256i levels[8][8];  // [sub-block][row of the half]
+                for (int j = 0; j < 8; ++j) {
+                    const int r = 8 * half + j;
+                    if (r >= n_rows) {
+                        for (auto& sub : levels) sub[j] = _mm256_setzero_si256();
+                        continue;
+                    }
+                    const Block& b = row_as<Block>(w, w_stride, r)[b0 + i];
+                    _mm_store_si128(reinterpret_cast<__m128i*>(sm[r]), unpack_k_scales(b.scales));
+                    d16[r] = b.d;
+                    dmin16[r] = b.dmin;
+                    __m256i qh = _mm256_setzero_si256();
+                    if constexpr (Q5) qh = load32(b.qh);
+                    affine_levels<Q5, 0>(b, qh, levels[0][j], levels[1][j]);
+                    affine_levels<Q5, 1>(b, qh, levels[2][j], levels[3][j]);
+                    affine_levels<Q5, 2>(b, qh, levels[4][j], levels[5][j]);
+                    affine_levels<Q5, 3>(b, qh, levels[6][j], levels[7][j]);
+                }
+                for (int j = 0; j < 8; ++j) {
+                    __m256i quads[8];
+                    transpose8x32(levels[j], quads);
+                    for (int k = 0; k < 8; ++k)
+                        _mm256_storeu_si256(reinterpret_cast<__m256i*>(&ib.quads[j][k][8 * half]), quads[k]);
+                }
+            }
+            for (int r = 0; r < kRows; ++r) {
+                for (int j = 0; j < 8; ++j) ib.scales[j][r] = sm[r][j];
+                for (int p = 0; p < 4; ++p) ib.min_pairs[p][r] = sm[r][8 + 2 * p] | (sm[r][8 + 2 * p + 1] << 16);
+            }
+            _mm512_storeu_ps(ib.d, _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(d16))));
+            _mm512_storeu_ps(ib.dmin, _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(dmin16))));
+        }
+    }
+
+    template <int T>
+    static void accumulate(const Group* groups, int64_t count, const BlockQ8_K* const (&x)[kTokens], float* acc,
+                           float* acc_min) {
+        for (int64_t i = 0; i < count; ++i) {
+            const Group& ib = groups[i];
+            __m512i sumi[T];
+            for (int t = 0; t < T; ++t) sumi[t] = _mm512_setzero_si512();
+            for (int j = 0; j < 8; ++j) {
+                __m512i quads[8];
+                for (int k = 0; k < 8; ++k) quads[k] = _mm512_loadu_si512(ib.quads[j][k]);
+                const __m512i scale = _mm512_loadu_si512(ib.scales[j]);
+                for (int t = 0; t < T; ++t) {
+                    const int8_t* q = x[t][i].qs + 32 * j;
+                    __m512i dot = _mm512_setzero_si512();
+                    for (int k = 0; k < 8; ++k)
+                        dot = _mm512_dpbusd_epi32(dot, quads[k], _mm512_set1_epi32(static_cast<int32_t>(load_u32(q + 4 * k))));
+                    sumi[t] = _mm512_add_epi32(sumi[t], _mm512_mullo_epi32(dot, scale));
+                }
+            }
+            const __m512 dw = _mm512_loadu_ps(ib.d), dmin = _mm512_loadu_ps(ib.dmin);
+            for (int t = 0; t < T; ++t) {
+                const BlockQ8_K& xb = x[t][i];
+                // The token's sub-block sums as int16 pairs: pair p = (sum 2p, sum 2p + 1).
+                const __m256i sums = _mm256_madd_epi16(load32(xb.bsums), _mm256_set1_epi16(1));
+                alignas(32) int32_t pairs[8];
+                _mm256_store_si256(reinterpret_cast<__m256i*>(pairs), _mm256_packs_epi32(sums, sums));
+                const int32_t pair_words[4] = {pairs[0], pairs[1], pairs[4], pairs[5]};
+                __m512i summ = _mm512_setzero_si512();
+                for (int p = 0; p < 4; ++p)
+                    summ = _mm512_dpwssd_epi32(summ, _mm512_loadu_si512(ib.min_pairs[p]), _mm512_set1_epi32(pair_words[p]));
+                const __m512 dx = _mm512_set1_ps(xb.d);
+                float* a = acc + static_cast<size_t>(t) * kRows;
+                float* am = acc_min + static_cast<size_t>(t) * kRows;
+                _mm512_storeu_ps(a, _mm512_fmadd_ps(_mm512_cvtepi32_ps(sumi[t]), _mm512_mul_ps(dx, dw), _mm512_loadu_ps(a)));
+                _mm512_storeu_ps(am, _mm512_fmadd_ps(_mm512_cvtepi32_ps(summ), _mm512_mul_ps(dx, dmin),
+                                                     _mm512_loadu_ps(am)));
+            }
+        }
+    }
 };
 
-template <bool Q5>
-using AffineBlock = std::conditional_t<Q5, BlockQ5_K, BlockQ4_K>;
+// Q6_K: sixteen sub-blocks of 16, levels 0..63 stored +32, signed 8-bit scales.
+struct Q6 {
+    static constexpr bool kHasMin = false;
+    struct Group {
+        int32_t quads[8][8][kRows];    // quads[v][k][r]: levels 32v + 4k..32v + 4k + 3 of row r
+        int32_t scales[16][kRows];     // row r's scale of sub-block s
+        int32_t scale_pairs[8][kRows]; // row r's scales 2i and 2i+1 as int16 (low, high)
+        float d[kRows];
+    };
 
-template <bool Q5>
-void interleave(const uint8_t* w, size_t w_stride, int n_rows, int64_t b0, int64_t count, InterleavedSuperBlock* out) {
-    for (int64_t i = 0; i < count; ++i) {
-        InterleavedSuperBlock& ib = out[i];
-        alignas(32) uint8_t sm[kRows][16] = {};
-        alignas(32) uint16_t d16[kRows] = {}, dmin16[kRows] = {};
-        for (int half = 0; half < 2; ++half) {
-            __m256i levels[8][8];  // [sub-block][row of the half]
-            for (int j = 0; j < 8; ++j) {
-                const int r = 8 * half + j;
-                if (r >= n_rows) {
-                    for (auto& sub : levels) sub[j] = _mm256_setzero_si256();
-                    continue;
+    static void interleave(const uint8_t* w, size_t w_stride, int n_rows, int64_t b0, int64_t count, Group* out) {
+        for (int64_t i = 0; i < count; ++i) {
+            Group& ib = out[i];
+            alignas(32) int8_t sc[kRows][16] = {};
+            alignas(32) uint16_t d16[kRows] = {};
+            for (int half = 0; half < 2; ++half) {
+                __m256i levels[8][8];  // [32 values v][row of the half]
+                for (int j = 0; j < 8; ++j) {
+                    const int r = 8 * half + j;
+                    if (r >= n_rows) {
+                        for (auto& v : levels) v[j] = _mm256_setzero_si256();
+                        continue;
+                    }
+                    const BlockQ6_K& b = row_as<BlockQ6_K>(w, w_stride, r)[b0 + i];
+                    std::memcpy(sc[r], b.scales, sizeof b.scales);
+                    d16[r] = b.d;
+                    __m256i q[4];
+                    for (int h = 0; h < 2; ++h) {
+                        q6_levels(b, h, q);
+                        for (int k = 0; k < 4; ++k) levels[4 * h + k][j] = q[k];
+                    }
                 }
-                const AffineBlock<Q5>& b = row_as<AffineBlock<Q5>>(w, w_stride, r)[b0 + i];
-                _mm_store_si128(reinterpret_cast<__m128i*>(sm[r]), unpack_k_scales(b.scales));
-                d16[r] = b.d;
-                dmin16[r] = b.dmin;
-                __m256i qh = _mm256_setzero_si256();
-                if constexpr (Q5) qh = load32(b.qh);
-                affine_levels<Q5, 0>(b, qh, levels[0][j], levels[1][j]);
-                affine_levels<Q5, 1>(b, qh, levels[2][j], levels[3][j]);
-                affine_levels<Q5, 2>(b, qh, levels[4][j], levels[5][j]);
-                affine_levels<Q5, 3>(b, qh, levels[6][j], levels[7][j]);
+                for (int v = 0; v < 8; ++v) {
+                    __m256i quads[8];
+                    transpose8x32(levels[v], quads);
+                    for (int k = 0; k < 8; ++k)
+                        _mm256_storeu_si256(reinterpret_cast<__m256i*>(&ib.quads[v][k][8 * half]), quads[k]);
+                }
             }
-            for (int j = 0; j < 8; ++j) {
-                __m256i quads[8];
-                transpose8x32(levels[j], quads);
-                for (int k = 0; k < 8; ++k)
-                    _mm256_storeu_si256(reinterpret_cast<__m256i*>(&ib.quads[j][k][8 * half]), quads[k]);
+            for (int r = 0; r < kRows; ++r) {
+                for (int s = 0; s < 16; ++s) ib.scales[s][r] = sc[r][s];
+                for (int p = 0; p < 8; ++p)
+                    ib.scale_pairs[p][r] = static_cast<int32_t>(static_cast<uint16_t>(sc[r][2 * p]) |
+                                                                (static_cast<uint32_t>(static_cast<uint16_t>(sc[r][2 * p + 1])) << 16));
             }
+            _mm512_storeu_ps(ib.d, _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(d16))));
         }
-        for (int r = 0; r < kRows; ++r) {
-            for (int j = 0; j < 8; ++j) ib.scales[j][r] = sm[r][j];
-            for (int p = 0; p < 4; ++p) ib.min_pairs[p][r] = sm[r][8 + 2 * p] | (sm[r][8 + 2 * p + 1] << 16);
-        }
-        _mm512_storeu_ps(ib.d, _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(d16))));
-        _mm512_storeu_ps(ib.dmin, _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(dmin16))));
     }
-}
 
-// Tokens [0, T) against `count` regrouped super-blocks; acc / acc_min: the tokens' rows'
-// floats, kRows apart.
-template <int T>
-void token_group(const InterleavedSuperBlock* blocks, int64_t count, const BlockQ8_K* const (&x)[kTokens],
-                 float* acc, float* acc_min) {
-    for (int64_t i = 0; i < count; ++i) {
-        const InterleavedSuperBlock& ib = blocks[i];
-        __m512i sumi[T];
-        for (int t = 0; t < T; ++t) sumi[t] = _mm512_setzero_si512();
-        for (int j = 0; j < 8; ++j) {
-            __m512i quads[8];
-            for (int k = 0; k < 8; ++k) quads[k] = _mm512_loadu_si512(ib.quads[j][k]);
-            const __m512i scale = _mm512_loadu_si512(ib.scales[j]);
+    template <int T>
+    static void accumulate(const Group* groups, int64_t count, const BlockQ8_K* const (&x)[kTokens], float* acc,
+                           float*) {
+        for (int64_t i = 0; i < count; ++i) {
+            const Group& ib = groups[i];
+            __m512i sumi[T];
+            // Levels are stored with +32: start from -32 * sum_s scale_s * bsum_s.
             for (int t = 0; t < T; ++t) {
-                const int8_t* q = x[t][i].qs + 32 * j;
-                __m512i dot = _mm512_dpbusd_epi32(_mm512_setzero_si512(), quads[0],
-                                                  _mm512_set1_epi32(static_cast<int32_t>(load_u32(q))));
-                for (int k = 1; k < 8; ++k)
-                    dot = _mm512_dpbusd_epi32(dot, quads[k], _mm512_set1_epi32(static_cast<int32_t>(load_u32(q + 4 * k))));
-                sumi[t] = _mm512_add_epi32(sumi[t], _mm512_mullo_epi32(dot, scale));
+                const int16_t* bsums = x[t][i].bsums;
+                __m512i bias = _mm512_setzero_si512();
+                for (int p = 0; p < 8; ++p)
+                    bias = _mm512_dpwssd_epi32(bias, _mm512_loadu_si512(ib.scale_pairs[p]),
+                                               _mm512_set1_epi32(static_cast<int32_t>(load_u32(bsums + 2 * p))));
+                sumi[t] = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_slli_epi32(bias, 5));
+            }
+            for (int v = 0; v < 8; ++v) {
+                __m512i quads[8];
+                for (int k = 0; k < 8; ++k) quads[k] = _mm512_loadu_si512(ib.quads[v][k]);
+                const __m512i scale_lo = _mm512_loadu_si512(ib.scales[2 * v]);
+                const __m512i scale_hi = _mm512_loadu_si512(ib.scales[2 * v + 1]);
+                for (int t = 0; t < T; ++t) {
+                    const int8_t* q = x[t][i].qs + 32 * v;
+                    __m512i lo = _mm512_setzero_si512(), hi = _mm512_setzero_si512();
+                    for (int k = 0; k < 4; ++k) {
+                        lo = _mm512_dpbusd_epi32(lo, quads[k], _mm512_set1_epi32(static_cast<int32_t>(load_u32(q + 4 * k))));
+                        hi = _mm512_dpbusd_epi32(hi, quads[k + 4],
+                                                 _mm512_set1_epi32(static_cast<int32_t>(load_u32(q + 16 + 4 * k))));
+                    }
+                    sumi[t] = _mm512_add_epi32(sumi[t], _mm512_add_epi32(_mm512_mullo_epi32(lo, scale_lo),
+                                                                         _mm512_mullo_epi32(hi, scale_hi)));
+                }
+            }
+            const __m512 dw = _mm512_loadu_ps(ib.d);
+            for (int t = 0; t < T; ++t) {
+                float* a = acc + static_cast<size_t>(t) * kRows;
+                _mm512_storeu_ps(a, _mm512_fmadd_ps(_mm512_cvtepi32_ps(sumi[t]), _mm512_mul_ps(_mm512_set1_ps(x[t][i].d), dw),
+                                                    _mm512_loadu_ps(a)));
             }
         }
-        const __m512 dw = _mm512_loadu_ps(ib.d), dmin = _mm512_loadu_ps(ib.dmin);
-        for (int t = 0; t < T; ++t) {
-            const BlockQ8_K& xb = x[t][i];
-            // The token's sub-block sums as int16 pairs: pair p = (sum 2p, sum 2p + 1).
-            const __m256i sums = _mm256_madd_epi16(load32(xb.bsums), _mm256_set1_epi16(1));
-            alignas(32) int32_t pairs[8];
-            _mm256_store_si256(reinterpret_cast<__m256i*>(pairs), _mm256_packs_epi32(sums, sums));
-            const int32_t pair_words[4] = {pairs[0], pairs[1], pairs[4], pairs[5]};
-            __m512i summ = _mm512_setzero_si512();
-            for (int p = 0; p < 4; ++p)
-                summ = _mm512_dpwssd_epi32(summ, _mm512_loadu_si512(ib.min_pairs[p]), _mm512_set1_epi32(pair_words[p]));
-            const __m512 dx = _mm512_set1_ps(xb.d);
-            float* a = acc + static_cast<size_t>(t) * kRows;
-            float* am = acc_min + static_cast<size_t>(t) * kRows;
-            _mm512_storeu_ps(a, _mm512_fmadd_ps(_mm512_cvtepi32_ps(sumi[t]), _mm512_mul_ps(dx, dw), _mm512_loadu_ps(a)));
-            _mm512_storeu_ps(am,
-                             _mm512_fmadd_ps(_mm512_cvtepi32_ps(summ), _mm512_mul_ps(dx, dmin), _mm512_loadu_ps(am)));
-        }
     }
-}
+};
 
-template <int T>
-void token_tail(int tokens, const InterleavedSuperBlock* blocks, int64_t count, const BlockQ8_K* const (&x)[kTokens],
+template <class Format, int T>
+void token_tail(int tokens, const typename Format::Group* groups, int64_t count, const BlockQ8_K* const (&x)[kTokens],
                 float* acc, float* acc_min) {
     if constexpr (T > 0) {
-        if (tokens == T) token_group<T>(blocks, count, x, acc, acc_min);
-        else token_tail<T - 1>(tokens, blocks, count, x, acc, acc_min);
+        if (tokens == T) Format::template accumulate<T>(groups, count, x, acc, acc_min);
+        else token_tail<Format, T - 1>(tokens, groups, count, x, acc, acc_min);
     }
 }
 
-template <bool Q5>
+template <class Format>
 void rows16_kquant_tiles(int64_t n, int64_t n_rows, int64_t n_tokens, float* result, size_t result_stride,
                          const void* w, size_t w_stride, const void* x, size_t x_stride) {
     const int64_t nb = n / kQK_K;
     const auto* wb = static_cast<const uint8_t*>(w);
     const auto* xb = static_cast<const uint8_t*>(x);
-    InterleavedSuperBlock blocks[kChunkBlocks];
+    typename Format::Group groups[kChunkBlocks];
     alignas(64) float acc[kTokenBlock * kRows], acc_min[kTokenBlock * kRows];
     for (int64_t r = 0; r < n_rows; r += kRows) {
         const int rows = static_cast<int>(std::min<int64_t>(kRows, n_rows - r));
@@ -156,21 +254,22 @@ void rows16_kquant_tiles(int64_t n, int64_t n_rows, int64_t n_tokens, float* res
         for (int64_t t0 = 0; t0 < n_tokens; t0 += kTokenBlock) {
             const int64_t tokens = std::min(kTokenBlock, n_tokens - t0);
             std::fill(acc, acc + tokens * kRows, 0.0f);
-            std::fill(acc_min, acc_min + tokens * kRows, 0.0f);
+            if constexpr (Format::kHasMin) std::fill(acc_min, acc_min + tokens * kRows, 0.0f);
             for (int64_t b0 = 0; b0 < nb; b0 += kChunkBlocks) {
                 const int64_t count = std::min(kChunkBlocks, nb - b0);
-                interleave<Q5>(w_rows, w_stride, rows, b0, count, blocks);
+                Format::interleave(w_rows, w_stride, rows, b0, count, groups);
                 for (int64_t t = 0; t < tokens; t += kTokens) {
                     const BlockQ8_K* xt[kTokens];
                     const int group = static_cast<int>(std::min<int64_t>(kTokens, tokens - t));
                     for (int k = 0; k < group; ++k)
                         xt[k] = row_as<BlockQ8_K>(xb, x_stride, static_cast<int>(t0 + t + k)) + b0;
-                    token_tail<kTokens>(group, blocks, count, xt, acc + t * kRows, acc_min + t * kRows);
+                    token_tail<Format, kTokens>(group, groups, count, xt, acc + t * kRows, acc_min + t * kRows);
                 }
             }
             for (int64_t t = 0; t < tokens; ++t) {
                 float* out = result + static_cast<size_t>(t0 + t) * result_stride + static_cast<size_t>(r);
-                for (int k = 0; k < rows; ++k) out[k] = acc[t * kRows + k] - acc_min[t * kRows + k];
+                for (int k = 0; k < rows; ++k)
+                    out[k] = Format::kHasMin ? acc[t * kRows + k] - acc_min[t * kRows + k] : acc[t * kRows + k];
             }
         }
     }
@@ -180,8 +279,9 @@ void rows16_kquant_tiles(int64_t n, int64_t n_rows, int64_t n_tokens, float* res
 
 VecDotTileFn avx512_rows16_kquant_tile_kernel(DType weight) {
     switch (weight) {
-        case DType::Q4_K: return rows16_kquant_tiles<false>;
-        case DType::Q5_K: return rows16_kquant_tiles<true>;
+        case DType::Q4_K: return rows16_kquant_tiles<Affine<false>>;
+        case DType::Q5_K: return rows16_kquant_tiles<Affine<true>>;
+        case DType::Q6_K: return rows16_kquant_tiles<Q6>;
         default: return nullptr;
     }
 }

@@ -451,13 +451,14 @@ TEST_CASE("vec_dot_tile on random blocks equals per-row dots", "[quant][vec_dot]
 
 // The sixteen-row tiles (AVX-512 VNNI) regroup their weight rows a chunk at a time into
 // a stack buffer (Q8_0 / Q4_0 / Q5_0: 48 blocks, the rows' sums carried in the results;
-// Q4_K / Q5_K: 4 super-blocks, the floats on the stack): both sides of a boundary and
+// Q4_K / Q5_K / Q6_K: 4 super-blocks, the floats on the stack): both sides of a boundary and
 // many chunks, with a partial group of rows, bitwise equal to the row kernel.
 TEST_CASE("vec_dot_tile rows at and past the tiles' regrouping buffers", "[quant][vec_dot]") {
     std::mt19937 rng(5151);
     const std::pair<DType, std::vector<int64_t>> cases[] = {
         {DType::Q4_K, {4 * 256, 5 * 256, 65 * 256}},
         {DType::Q5_K, {4 * 256, 65 * 256}},
+        {DType::Q6_K, {4 * 256, 9 * 256}},
         {DType::Q8_0, {48 * 32, 49 * 32, 97 * 32}},
         {DType::Q4_0, {48 * 32, 49 * 32, 97 * 32}},
         {DType::Q5_0, {48 * 32, 97 * 32}},
