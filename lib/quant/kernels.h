@@ -54,8 +54,7 @@ void rows16_pack(int64_t n, int64_t n_tokens, const void* x, size_t x_stride, st
 // vec_dot_tile_avx512_rows16_kquants.cpp), against the Q8_K activations as they are:
 // the same arithmetic as avx512_tile_kernel's. They regroup the rows once per 64 tokens,
 // which pays from about kRows16KquantMinTokens (Q6_K: kRows16Q6KMinTokens) tokens on
-// (bench_kernels). nullptr
-// without AVX-512 VNNI or for other types.
+// (bench_kernels). nullptr without AVX-512 VNNI or for other types.
 inline constexpr int64_t kRows16KquantMinTokens = 4;  // Zen 4, Q4_K: 1.2x at 4 tokens, 1.3x at 8, 1.5x at 16, 1.7x at 128
 inline constexpr int64_t kRows16Q6KMinTokens = 8;     // Zen 4, Q6_K: 0.93x at 4 tokens, 1.4x at 16, 1.9x at 128
 VecDotTileFn avx512_rows16_kquant_tile_kernel(DType weight);
