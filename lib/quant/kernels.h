@@ -36,10 +36,6 @@ VecDotTileFn avx512_tile_kernel(DType weight);
 // every group of rows. Tokens go in chunks that stay in the cache while the rows pass.
 // nullptr where avx512_tile_kernel has no float kernel.
 VecDotTileFn avx512_tile_kernel_widened(DType weight);
-// The same with 256-bit vectors (vec_dot_tile_avx2.cpp), for CPUs without AVX-512.
-VecDotTileFn avx2_tile_kernel_widened(DType weight);
-// avx512_tile_kernel_widened where the build has it, else avx2_tile_kernel_widened.
-VecDotTileFn tile_kernel_widened(DType weight);
 
 // Q8_0 / Q4_0 / Q5_0 prompt tiles with sixteen rows to a vector (AVX-512 VNNI;
 // vec_dot_tile_avx512_rows16.cpp): the same arithmetic as avx512_tile_kernel's, against
@@ -150,19 +146,6 @@ void tiles(int64_t n, int64_t n_rows, int64_t n_tokens, float* result, size_t re
     for (; r < n_rows; ++r)
         row_group<K, 1, T>(n, n_tokens, result + r, result_stride, wb + static_cast<size_t>(r) * w_stride, w_stride, xb,
                            x_stride);
-}
-
-// tiles<K, R, T> with the tokens in chunks: each chunk's f32 activations (kTokenChunk x
-// n floats) stay in L2 while every row group of the call passes over them, where all
-// the tokens' would not (512 tokens of 1536 floats are 3 MiB).
-template <class K, int R, int T>
-void tiles_token_chunks(int64_t n, int64_t n_rows, int64_t n_tokens, float* result, size_t result_stride,
-                        const void* w, size_t w_stride, const void* x, size_t x_stride) {
-    constexpr int64_t kTokenChunk = 16 * T;
-    const auto* xb = static_cast<const uint8_t*>(x);
-    for (int64_t t = 0; t < n_tokens; t += kTokenChunk)
-        tiles<K, R, T>(n, n_rows, std::min(kTokenChunk, n_tokens - t), result + static_cast<size_t>(t) * result_stride,
-                       result_stride, w, w_stride, xb + static_cast<size_t>(t) * x_stride, x_stride);
 }
 
 // AVX2 activation quantizer writing the same bytes as quantize_activations_reference;

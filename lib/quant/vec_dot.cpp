@@ -117,11 +117,6 @@ void vec_dot_rows(DType weight, int64_t n, int64_t n_rows, float* result, const 
     rows_unchecked(weight, n, n_rows, result, w, w_stride, x_row);
 }
 
-detail::VecDotTileFn detail::tile_kernel_widened(DType weight) {
-    if (VecDotTileFn k = avx512_tile_kernel_widened(weight)) return k;
-    return avx2_tile_kernel_widened(weight);
-}
-
 namespace {
 
 // Which matrix-unit kernel, if any, serves a product of n_tokens tokens. Q8_0 tiles read
@@ -169,7 +164,7 @@ void TilePack::assign(DType weight, int64_t n, int64_t n_tokens, const void* x, 
         rows16_ = true;
         return;
     }
-    if (path == AmxPath::none && n_tokens >= 2 && n > 0 && detail::tile_kernel_widened(weight)) {
+    if (path == AmxPath::none && n_tokens >= 2 && n > 0 && detail::avx512_tile_kernel_widened(weight)) {
         if (x == nullptr) fail(INLAY_ERR_INVALID_ARGUMENT, "TilePack: null activations");
         bytes_.resize(static_cast<size_t>(n_tokens) * static_cast<size_t>(n) * sizeof(float) + detail::kAmxAlign - 1);
         auto* out = reinterpret_cast<float*>(detail::amx_aligned(bytes_.data()));
@@ -224,7 +219,7 @@ void vec_dot_tile(DType weight, int64_t n, int64_t n_rows, int64_t n_tokens, flo
         return;
     }
     if (pack && pack->widened_) {
-        detail::tile_kernel_widened(weight)(n, n_rows, n_tokens, result, result_stride, w, w_stride,
+        detail::avx512_tile_kernel_widened(weight)(n, n_rows, n_tokens, result, result_stride, w, w_stride,
                                                    detail::amx_aligned(pack->bytes_.data()),
                                                    static_cast<size_t>(n) * sizeof(float));
         return;

@@ -65,7 +65,7 @@ void vec_dot_rows(DType weight, int64_t n, int64_t n_rows, float* result, const 
 
 // Activations of a matrix product prepared once for the matrix-unit tile kernels (AMX on
 // x86, for Q8_0 and K-quant weights): the tokens' quants regrouped into the layout a tile load
-// reads; for F16 / BF16 weights (AVX-512 or AVX2), the activations widened to f32; for Q8_0,
+// reads; for F16 / BF16 weights with AVX-512, the activations widened to f32; for Q8_0,
 // Q4_0 and Q5_0 weights with AVX-512 VNNI and enough tokens, the quants made unsigned for
 // the sixteen-row tiles. Empty where this CPU, the weight type or a single token has no
 // use for it.

@@ -25,22 +25,19 @@ using namespace avx2;
 // ---------------------------------------------------------------- float types
 
 // dot_float's arithmetic per pair: U accumulators over chunks of 8 * U, then chunks of
-// 8 into the first, (a0 + a1), hsum, a scalar tail. WideX: the activations are f32
-// already (TilePack widened them; exact), so only the weights are converted.
-template <DType Type, bool WideX = false>
+// 8 into the first, (a0 + a1), hsum, a scalar tail.
+template <DType Type>
 struct FloatTile {
     template <int R, int T>
     static void run(int64_t n, float* result, size_t result_stride, const uint8_t* w, size_t w_stride,
                     const uint8_t* x, size_t x_stride) {
         using E = FloatElem<Type>;
-        using XE = FloatElem<WideX ? DType::F32 : Type>;
         using Elem = typename E::type;
-        using XElem = typename XE::type;
         constexpr int U = Type == DType::F32 ? 1 : 2;
         const Elem* wr[R];
-        const XElem* xr[T];
+        const Elem* xr[T];
         for (int r = 0; r < R; ++r) wr[r] = row_as<Elem>(w, w_stride, r);
-        for (int t = 0; t < T; ++t) xr[t] = row_as<XElem>(x, x_stride, t);
+        for (int t = 0; t < T; ++t) xr[t] = row_as<Elem>(x, x_stride, t);
         __m256 acc[R][T][U];
         for (int r = 0; r < R; ++r)
             for (int t = 0; t < T; ++t)
@@ -51,7 +48,7 @@ struct FloatTile {
                 __m256 wv[R];
                 for (int r = 0; r < R; ++r) wv[r] = E::load(wr[r] + i + 8 * u);
                 for (int t = 0; t < T; ++t) {
-                    const __m256 xv = XE::load(xr[t] + i + 8 * u);
+                    const __m256 xv = E::load(xr[t] + i + 8 * u);
                     for (int r = 0; r < R; ++r) acc[r][t][u] = _mm256_fmadd_ps(wv[r], xv, acc[r][t][u]);
                 }
             }
@@ -60,7 +57,7 @@ struct FloatTile {
             __m256 wv[R];
             for (int r = 0; r < R; ++r) wv[r] = E::load(wr[r] + i);
             for (int t = 0; t < T; ++t) {
-                const __m256 xv = XE::load(xr[t] + i);
+                const __m256 xv = E::load(xr[t] + i);
                 for (int r = 0; r < R; ++r) acc[r][t][0] = _mm256_fmadd_ps(wv[r], xv, acc[r][t][0]);
             }
         }
@@ -69,7 +66,7 @@ struct FloatTile {
                 __m256 total = acc[r][t][0];
                 if constexpr (U == 2) total = _mm256_add_ps(acc[r][t][0], acc[r][t][1]);
                 float sum = hsum(total);
-                for (int64_t j = i; j < n; ++j) sum += E::scalar(wr[r][j]) * XE::scalar(xr[t][j]);
+                for (int64_t j = i; j < n; ++j) sum += E::scalar(wr[r][j]) * E::scalar(xr[t][j]);
                 result[static_cast<size_t>(t) * result_stride + static_cast<size_t>(r)] = sum;
             }
         }
@@ -83,21 +80,17 @@ struct FloatTile {
 // adds its own. That doubles the tile's loads from L1 but lets 3 rows x 4 tokens share
 // each widened operand (12 FMAs per 7 conversions, where keeping both accumulators
 // live fits only 1 row x 2 tokens: 4 FMAs per 6).
-// WideX as FloatTile's.
-template <DType Type, bool WideX = false>
+template <DType Type>
 struct HalfFloatTile {
-    using E = FloatElem<Type>;
-    using XE = FloatElem<WideX ? DType::F32 : Type>;
-    using Elem = typename E::type;
-    using XElem = typename XE::type;
-
     template <int R, int T>
     static void run(int64_t n, float* result, size_t result_stride, const uint8_t* w, size_t w_stride,
                     const uint8_t* x, size_t x_stride) {
+        using E = FloatElem<Type>;
+        using Elem = typename E::type;
         const Elem* wr[R];
-        const XElem* xr[T];
+        const Elem* xr[T];
         for (int r = 0; r < R; ++r) wr[r] = row_as<Elem>(w, w_stride, r);
-        for (int t = 0; t < T; ++t) xr[t] = row_as<XElem>(x, x_stride, t);
+        for (int t = 0; t < T; ++t) xr[t] = row_as<Elem>(x, x_stride, t);
         const int64_t n16 = n / 16 * 16;
         __m256 first[R][T];
         // Pass 0: elements 16k..16k+7 of every full chunk of 16, then one chunk of 8
@@ -107,7 +100,7 @@ struct HalfFloatTile {
             __m256 wv[R];
             for (int r = 0; r < R; ++r) wv[r] = E::load(wr[r] + n16);
             for (int t = 0; t < T; ++t) {
-                const __m256 xv = XE::load(xr[t] + n16);
+                const __m256 xv = E::load(xr[t] + n16);
                 for (int r = 0; r < R; ++r) first[r][t] = _mm256_fmadd_ps(wv[r], xv, first[r][t]);
             }
         }
@@ -120,7 +113,7 @@ struct HalfFloatTile {
         for (int r = 0; r < R; ++r) {
             for (int t = 0; t < T; ++t) {
                 float sum = hsum(_mm256_add_ps(_mm256_load_ps(spilled[r][t]), second[r][t]));
-                for (int64_t j = done; j < n; ++j) sum += E::scalar(wr[r][j]) * XE::scalar(xr[t][j]);
+                for (int64_t j = done; j < n; ++j) sum += E::scalar(wr[r][j]) * E::scalar(xr[t][j]);
                 result[static_cast<size_t>(t) * result_stride + static_cast<size_t>(r)] = sum;
             }
         }
@@ -129,15 +122,16 @@ struct HalfFloatTile {
 private:
     // acc[r][t] = sum over the chunks of 16 below n16 of the 8 elements at `offset`.
     template <int R, int T>
-    static void pass(int64_t n16, int offset, const Elem* const (&wr)[R], const XElem* const (&xr)[T],
-                     __m256 (&acc)[R][T]) {
+    static void pass(int64_t n16, int offset, const typename FloatElem<Type>::type* const (&wr)[R],
+                     const typename FloatElem<Type>::type* const (&xr)[T], __m256 (&acc)[R][T]) {
+        using E = FloatElem<Type>;
         for (int r = 0; r < R; ++r)
             for (int t = 0; t < T; ++t) acc[r][t] = _mm256_setzero_ps();
         for (int64_t i = offset; i < n16; i += 16) {
             __m256 wv[R];
             for (int r = 0; r < R; ++r) wv[r] = E::load(wr[r] + i);
             for (int t = 0; t < T; ++t) {
-                const __m256 xv = XE::load(xr[t] + i);
+                const __m256 xv = E::load(xr[t] + i);
                 for (int r = 0; r < R; ++r) acc[r][t] = _mm256_fmadd_ps(wv[r], xv, acc[r][t]);
             }
         }
@@ -345,13 +339,6 @@ VecDotTileFn float16_tiles() {
     else return tiles<HalfFloatTile<Type>, kHalfFloatRows, kHalfFloatTokens>;
 }
 
-// Against f32 activations, in token chunks that stay in L2 while the row groups pass.
-template <DType Type>
-VecDotTileFn float16_tiles_widened() {
-    if constexpr (kWideRegisters) return tiles_token_chunks<FloatTile<Type, true>, kFloat16Rows, kFloat16Tokens>;
-    else return tiles_token_chunks<HalfFloatTile<Type, true>, kHalfFloatRows, kHalfFloatTokens>;
-}
-
 }  // namespace
 
 VecDotTileFn avx2_tile_kernel(DType weight) {
@@ -368,21 +355,12 @@ VecDotTileFn avx2_tile_kernel(DType weight) {
     }
 }
 
-VecDotTileFn avx2_tile_kernel_widened(DType weight) {
-    switch (weight) {
-        case DType::F16: return float16_tiles_widened<DType::F16>();
-        case DType::BF16: return float16_tiles_widened<DType::BF16>();
-        default: return nullptr;
-    }
-}
-
 }  // namespace inlay::quant::detail
 
 #else  // no AVX2: vec_dot_tile runs the row kernels token by token
 
 namespace inlay::quant::detail {
 VecDotTileFn avx2_tile_kernel(DType) { return nullptr; }
-VecDotTileFn avx2_tile_kernel_widened(DType) { return nullptr; }
 }  // namespace inlay::quant::detail
 
 #endif
