@@ -59,7 +59,7 @@ inline constexpr int64_t kRows16KquantMinTokens = 4;  // Zen 4, Q4_K: 1.2x at 4 
 inline constexpr int64_t kRows16Q6KMinTokens = 8;     // Zen 4, Q6_K: 0.93x at 4 tokens, 1.4x at 16, 1.9x at 128
 VecDotTileFn avx512_rows16_kquant_tile_kernel(DType weight);
 
-// Q4_K / Q5_K prompt tiles with eight rows to a 256-bit vector (AVX2, for CPUs without
+// Q4_K / Q5_K / Q6_K prompt tiles with eight rows to a 256-bit vector (AVX2, for CPUs without
 // AVX-512; vec_dot_tile_avx2_rows8_kquants.cpp): the sixteen-row tiles' layout with
 // maddubs/madd instead of VNNI, the same arithmetic as avx2_kquant_tile_kernel's. From
 // about kRows8KquantMinTokens tokens on (bench_kernels, x86-64-v3 build). nullptr without
