@@ -466,7 +466,7 @@ TEST_CASE("vec_dot_tile rows at and past the tiles' regrouping buffers", "[quant
     for (const auto& [type, lengths] : cases) {
         for (int64_t n : lengths) {
             const DType act = quant::vec_dot_type(type);
-            const int64_t n_rows = 19, n_tokens = 9;
+            const int64_t n_rows = 19, n_tokens = 17;
             const size_t w_stride = *row_bytes(type, n), x_stride = *row_bytes(act, n);
             Bytes w(w_stride * n_rows), x(x_stride * n_tokens);
             for (int64_t r = 0; r < n_rows; ++r)

@@ -1,0 +1,181 @@
+// Q8_0, Q4_0 and Q5_0 token tiles over eight weight rows at once with 256-bit vectors,
+// for prompts on CPUs without AVX-512: vec_dot_tile_avx512_rows16.cpp's layout (each
+// 32-bit lane one weight row; vector k of a block holds bytes 4k..4k+3 of every row,
+// regrouped once per call, a chunk of blocks at a time) with AVX2's products.
+//
+// Without VNNI the product of a broadcast of four activation bytes with a row's four
+// weights is maddubs (unsigned x signed): the weights' magnitudes are the unsigned
+// operand and the activations take the weights' signs (vpsignb), so each int16 pair is
+// at most 2 x 128 x 127. Q4_0 / Q5_0 weights (|w| <= 16) let four k's add up in int16
+// before one madd; Q8_0's need a madd per k. The block's exact dot then goes
+// into its row's float with dot_block_sums' fma(float(dot), d_w * d_x, acc): the same
+// bits as vec_dot_kernel. The rows' floats carry over between chunks in the result.
+#include "quant/kernels.h"
+
+#if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
+
+#include <algorithm>
+#include <type_traits>
+
+#include "core/half.h"
+#include "quant/avx2_blocks.h"
+
+namespace inlay::quant::detail {
+namespace {
+
+using namespace avx2;
+
+constexpr int kRows = 8;
+constexpr int64_t kMaxBlocks = 64;  // blocks regrouped at a time: 64 x 544 bytes on the stack
+constexpr int kTokens = 4;          // tokens whose floats stay in registers
+
+// One block of the eight rows, regrouped.
+struct Group {
+    int32_t magnitudes[8][kRows];  // |w| of bytes 4k..4k+3 of row r
+    int32_t weights[8][kRows];     // the signed weights themselves (their signs)
+    float d[kRows];
+};
+
+// The 32 weights of a block in element order as signed bytes.
+template <class Block>
+__m256i signed_weights(const Block& b) {
+    if constexpr (std::is_same_v<Block, BlockQ8_0>) return load32(b.qs);
+    else return _mm256_sub_epi8(Block32<Block>::levels(b), _mm256_set1_epi8(Block32<Block>::kOffset));
+}
+
+template <class Block>
+void interleave(const uint8_t* w, size_t w_stride, int n_rows, int64_t b0, int64_t count, Group* out) {
+    for (int64_t i = 0; i < count; ++i) {
+        Group& g = out[i];
+        alignas(16) uint16_t d16[kRows] = {};
+        __m256i rows[8], quads[8];
+        for (int r = 0; r < kRows; ++r) {
+            if (r < n_rows) {
+                const Block& b = row_as<Block>(w, w_stride, r)[b0 + i];
+                rows[r] = signed_weights(b);
+                d16[r] = b.d;
+            } else {
+                rows[r] = _mm256_setzero_si256();
+            }
+        }
+        transpose8x32(rows, quads);
+        for (int k = 0; k < 8; ++k) {
+            _mm256_storeu_si256(reinterpret_cast<__m256i*>(g.weights[k]), quads[k]);
+            _mm256_storeu_si256(reinterpret_cast<__m256i*>(g.magnitudes[k]), _mm256_abs_epi8(quads[k]));
+        }
+        _mm256_storeu_ps(g.d, _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(d16))));
+    }
+}
+
+inline __m256i load_lanes(const int32_t* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); }
+
+// Tokens [0, T) against `count` regrouped blocks; acc: the tokens' rows' floats.
+template <class Block, int T>
+void accumulate(const Group* groups, int64_t count, const BlockQ8_0* const (&x)[kTokens], __m256 (&acc)[kTokens]) {
+    constexpr bool kSmall = !std::is_same_v<Block, BlockQ8_0>;  // |w| <= 16: four k's in int16
+    const __m256i ones = _mm256_set1_epi16(1);
+    for (int64_t i = 0; i < count; ++i) {
+        const Group& g = groups[i];
+        __m256i dot[T];
+        for (int t = 0; t < T; ++t) dot[t] = _mm256_setzero_si256();
+        for (int h = 0; h < 2; ++h) {  // k = 4h..4h+3, four magnitudes and signs in registers
+            __m256i mag[4], sgn[4];
+            for (int k = 0; k < 4; ++k) {
+                mag[k] = load_lanes(g.magnitudes[4 * h + k]);
+                sgn[k] = load_lanes(g.weights[4 * h + k]);
+            }
+            for (int t = 0; t < T; ++t) {
+                const int8_t* q = x[t][i].qs + 16 * h;
+                if constexpr (kSmall) {
+                    __m256i pairs = _mm256_setzero_si256();
+                    for (int k = 0; k < 4; ++k) {
+                        const __m256i xs = _mm256_sign_epi8(_mm256_set1_epi32(static_cast<int32_t>(load_u32(q + 4 * k))), sgn[k]);
+                        pairs = _mm256_add_epi16(pairs, _mm256_maddubs_epi16(mag[k], xs));
+                    }
+                    dot[t] = _mm256_add_epi32(dot[t], _mm256_madd_epi16(pairs, ones));
+                } else {
+                    for (int k = 0; k < 4; ++k) {
+                        const __m256i xs = _mm256_sign_epi8(_mm256_set1_epi32(static_cast<int32_t>(load_u32(q + 4 * k))), sgn[k]);
+                        dot[t] = _mm256_add_epi32(dot[t], _mm256_madd_epi16(_mm256_maddubs_epi16(mag[k], xs), ones));
+                    }
+                }
+            }
+        }
+        const __m256 dw = _mm256_loadu_ps(g.d);
+        for (int t = 0; t < T; ++t)
+            acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot[t]), _mm256_mul_ps(dw, _mm256_set1_ps(f16_to_f32(x[t][i].d))),
+                                     acc[t]);
+    }
+}
+
+template <class Block, int T>
+void token_group(const Group* groups, int64_t b0, int64_t count, const uint8_t* x0, size_t x_stride, int n_rows,
+                 float* result, size_t result_stride) {
+    const BlockQ8_0* x[kTokens];
+    __m256 acc[kTokens];
+    const __m256i lanes = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    const __m256i rows = _mm256_cmpgt_epi32(_mm256_set1_epi32(n_rows), lanes);  // lanes of real rows
+    for (int t = 0; t < T; ++t) {
+        x[t] = row_as<BlockQ8_0>(x0, x_stride, t) + b0;
+        // The rows' floats carry over from the previous blocks through the result.
+        acc[t] = b0 == 0 ? _mm256_setzero_ps() : _mm256_maskload_ps(result + static_cast<size_t>(t) * result_stride, rows);
+    }
+    accumulate<Block, T>(groups, count, x, acc);
+    for (int t = 0; t < T; ++t) _mm256_maskstore_ps(result + static_cast<size_t>(t) * result_stride, rows, acc[t]);
+}
+
+template <class Block, int T>
+void token_tail(int tokens, const Group* groups, int64_t b0, int64_t count, const uint8_t* x0, size_t x_stride,
+                int n_rows, float* result, size_t result_stride) {
+    if constexpr (T > 0) {
+        if (tokens == T) token_group<Block, T>(groups, b0, count, x0, x_stride, n_rows, result, result_stride);
+        else token_tail<Block, T - 1>(tokens, groups, b0, count, x0, x_stride, n_rows, result, result_stride);
+    }
+}
+
+template <class Block>
+void rows8_tiles(int64_t n, int64_t n_rows, int64_t n_tokens, float* result, size_t result_stride, const void* w,
+                 size_t w_stride, const void* x, size_t x_stride) {
+    const int64_t nb = n / kQK8_0;
+    const auto* wb = static_cast<const uint8_t*>(w);
+    const auto* xb = static_cast<const uint8_t*>(x);
+    Group groups[kMaxBlocks];
+    for (int64_t r = 0; r < n_rows; r += kRows) {
+        const int rows = static_cast<int>(std::min<int64_t>(kRows, n_rows - r));
+        for (int64_t b0 = 0; b0 < nb; b0 += kMaxBlocks) {
+            const int64_t count = std::min(kMaxBlocks, nb - b0);
+            interleave<Block>(wb + static_cast<size_t>(r) * w_stride, w_stride, rows, b0, count, groups);
+            int64_t t = 0;
+            for (; t + kTokens <= n_tokens; t += kTokens)
+                token_group<Block, kTokens>(groups, b0, count, xb + static_cast<size_t>(t) * x_stride, x_stride, rows,
+                                            result + static_cast<size_t>(t) * result_stride + static_cast<size_t>(r),
+                                            result_stride);
+            if (t < n_tokens)
+                token_tail<Block, kTokens - 1>(static_cast<int>(n_tokens - t), groups, b0, count,
+                                               xb + static_cast<size_t>(t) * x_stride, x_stride, rows,
+                                               result + static_cast<size_t>(t) * result_stride + static_cast<size_t>(r),
+                                               result_stride);
+        }
+    }
+}
+
+}  // namespace
+
+VecDotTileFn avx2_rows8_tile_kernel(DType weight) {
+    switch (weight) {
+        case DType::Q8_0: return rows8_tiles<BlockQ8_0>;
+        case DType::Q4_0: return rows8_tiles<BlockQ4_0>;
+        case DType::Q5_0: return rows8_tiles<BlockQ5_0>;
+        default: return nullptr;
+    }
+}
+
+}  // namespace inlay::quant::detail
+
+#else
+
+namespace inlay::quant::detail {
+VecDotTileFn avx2_rows8_tile_kernel(DType) { return nullptr; }
+}  // namespace inlay::quant::detail
+
+#endif
