@@ -29,6 +29,7 @@
 #include "core/half.h"
 #include "quant/avx2_blocks.h"
 #include "quant/avx2_kquant_levels.h"
+#include "quant/row_lane_kquant_tiles.h"
 #include "quant/gcc_avx512_warnings.h"
 
 namespace inlay::quant::detail {
@@ -36,10 +37,12 @@ namespace {
 
 using namespace avx2;
 
-constexpr int kRows = 16;
-constexpr int64_t kChunkBlocks = 4;  // super-blocks regrouped at a time: 4 x 5 KiB
-constexpr int64_t kTokenBlock = 64;  // tokens whose floats stay on the stack
-constexpr int kTokens = 8;           // tokens whose integer totals stay in registers
+// The tiles' shape (row_lane_kquant_tiles.h runs them).
+struct Lanes16 {
+    static constexpr int kRows = 16;
+    static constexpr int64_t kChunkBlocks = 4;  // super-blocks regrouped at a time
+    static constexpr int kTokens = 8;           // tokens whose integer totals stay in registers
+};
 
 // The format policies: Group (one super-block of the sixteen rows, regrouped),
 // interleave (super-blocks [b0, b0 + count) of n_rows <= 16 rows; missing rows are zeros)
@@ -48,7 +51,7 @@ constexpr int kTokens = 8;           // tokens whose integer totals stay in regi
 
 // Q4_K / Q5_K.
 template <bool Q5>
-struct Affine {
+struct Affine : Lanes16 {
     static constexpr bool kHasMin = true;
     using Block = std::conditional_t<Q5, BlockQ5_K, BlockQ4_K>;
     struct Group {
@@ -141,7 +144,7 @@ struct Affine {
 };
 
 // Q6_K: sixteen sub-blocks of 16, levels 0..63 stored +32, signed 8-bit scales.
-struct Q6 {
+struct Q6 : Lanes16 {
     static constexpr bool kHasMin = false;
     struct Group {
         int32_t quads[8][8][kRows];    // quads[v][k][r]: levels 32v + 4k..32v + 4k + 3 of row r
@@ -231,57 +234,13 @@ struct Q6 {
     }
 };
 
-template <class Format, int T>
-void token_tail(int tokens, const typename Format::Group* groups, int64_t count, const BlockQ8_K* const (&x)[kTokens],
-                float* acc, float* acc_min) {
-    if constexpr (T > 0) {
-        if (tokens == T) Format::template accumulate<T>(groups, count, x, acc, acc_min);
-        else token_tail<Format, T - 1>(tokens, groups, count, x, acc, acc_min);
-    }
-}
-
-template <class Format>
-void rows16_kquant_tiles(int64_t n, int64_t n_rows, int64_t n_tokens, float* result, size_t result_stride,
-                         const void* w, size_t w_stride, const void* x, size_t x_stride) {
-    const int64_t nb = n / kQK_K;
-    const auto* wb = static_cast<const uint8_t*>(w);
-    const auto* xb = static_cast<const uint8_t*>(x);
-    typename Format::Group groups[kChunkBlocks];
-    alignas(64) float acc[kTokenBlock * kRows], acc_min[kTokenBlock * kRows];
-    for (int64_t r = 0; r < n_rows; r += kRows) {
-        const int rows = static_cast<int>(std::min<int64_t>(kRows, n_rows - r));
-        const uint8_t* w_rows = wb + static_cast<size_t>(r) * w_stride;
-        for (int64_t t0 = 0; t0 < n_tokens; t0 += kTokenBlock) {
-            const int64_t tokens = std::min(kTokenBlock, n_tokens - t0);
-            std::fill(acc, acc + tokens * kRows, 0.0f);
-            if constexpr (Format::kHasMin) std::fill(acc_min, acc_min + tokens * kRows, 0.0f);
-            for (int64_t b0 = 0; b0 < nb; b0 += kChunkBlocks) {
-                const int64_t count = std::min(kChunkBlocks, nb - b0);
-                Format::interleave(w_rows, w_stride, rows, b0, count, groups);
-                for (int64_t t = 0; t < tokens; t += kTokens) {
-                    const BlockQ8_K* xt[kTokens];
-                    const int group = static_cast<int>(std::min<int64_t>(kTokens, tokens - t));
-                    for (int k = 0; k < group; ++k)
-                        xt[k] = row_as<BlockQ8_K>(xb, x_stride, static_cast<int>(t0 + t + k)) + b0;
-                    token_tail<Format, kTokens>(group, groups, count, xt, acc + t * kRows, acc_min + t * kRows);
-                }
-            }
-            for (int64_t t = 0; t < tokens; ++t) {
-                float* out = result + static_cast<size_t>(t0 + t) * result_stride + static_cast<size_t>(r);
-                for (int k = 0; k < rows; ++k)
-                    out[k] = Format::kHasMin ? acc[t * kRows + k] - acc_min[t * kRows + k] : acc[t * kRows + k];
-            }
-        }
-    }
-}
-
 }  // namespace
 
 VecDotTileFn avx512_rows16_kquant_tile_kernel(DType weight) {
     switch (weight) {
-        case DType::Q4_K: return rows16_kquant_tiles<Affine<false>>;
-        case DType::Q5_K: return rows16_kquant_tiles<Affine<true>>;
-        case DType::Q6_K: return rows16_kquant_tiles<Q6>;
+        case DType::Q4_K: return lanes::kquant_tiles<Affine<false>>;
+        case DType::Q5_K: return lanes::kquant_tiles<Affine<true>>;
+        case DType::Q6_K: return lanes::kquant_tiles<Q6>;
         default: return nullptr;
     }
 }
