@@ -37,7 +37,7 @@ VecDotTileFn avx512_tile_kernel(DType weight);
 // nullptr where avx512_tile_kernel has no float kernel.
 VecDotTileFn avx512_tile_kernel_widened(DType weight);
 
-// Q8_0 / Q4_0 / Q5_0 prompt tiles with sixteen rows to a vector (AVX-512 VNNI;
+// Q8_0 / Q4_0 / Q5_0 / Q1_0 prompt tiles with sixteen rows to a vector (AVX-512 VNNI;
 // vec_dot_tile_avx512_rows16.cpp): the same arithmetic as avx512_tile_kernel's, against
 // activations that rows16_pack wrote (rows16_pack_bytes(n, n_tokens) bytes: per token
 // and block an f32 scale and the quants + 128). The rows are regrouped once per call,

@@ -139,7 +139,7 @@ AmxPath amx_path(DType weight, int64_t n, int64_t n_tokens) {
 
 // Whether the sixteen-row tiles serve this product (AVX-512 VNNI without AMX).
 bool rows16_path(DType weight, int64_t n, int64_t n_tokens) {
-    return n_tokens >= detail::kRows16MinTokens && n > 0 && n % 32 == 0 &&
+    return n_tokens >= detail::kRows16MinTokens && n > 0 && n % (weight == DType::Q1_0 ? 128 : 32) == 0 &&
            detail::avx512_rows16_tile_kernel(weight) != nullptr;
 }
 

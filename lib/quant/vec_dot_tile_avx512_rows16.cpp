@@ -1,4 +1,4 @@
-// Q8_0, Q4_0 and Q5_0 token tiles over sixteen weight rows at once (AVX-512 VNNI), for
+// Q8_0, Q4_0, Q5_0 and Q1_0 token tiles over sixteen weight rows at once (AVX-512 VNNI), for
 // prompts: a vector's sixteen 32-bit lanes are sixteen rows, so a block's integer dots
 // come out one row per lane and no lane sums are reduced.
 //
@@ -19,7 +19,6 @@
     defined(__AVX512VNNI__) && defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
 
 #include <algorithm>
-#include <cstring>
 #include <type_traits>
 
 #include "core/half.h"
@@ -32,7 +31,7 @@ namespace {
 using namespace avx2;
 
 constexpr int kRows = 16;
-constexpr int64_t kMaxBlocks = 48;  // blocks interleaved at a time: 48 x 640 bytes on the stack
+constexpr int64_t kMaxBlocks = 48;  // sub-blocks of 32 interleaved at a time (whole Q1_0 blocks): 48 x 640 bytes
 constexpr int kTokens = 8;          // tokens whose accumulators stay in registers
 
 // One block of the sixteen rows, regrouped.
@@ -55,7 +54,23 @@ __m256i signed_weights(const Block& b) {
     else return _mm256_sub_epi8(Block32<Block>::levels(b), _mm256_set1_epi8(Block32<Block>::kOffset));
 }
 
-// Blocks [b0, b0 + count) of n_rows (<= 16) rows into `out`; missing rows are zeros.
+// The weights of 32-element sub-block i of a row (a whole block, or Q1_0's part i % 4 of
+// block i / 4: +1 where the bit is set, -1 elsewhere) and the block's scale.
+template <class Block>
+__m256i sub_block_weights(const uint8_t* row, int64_t i, uint16_t& d) {
+    if constexpr (std::is_same_v<Block, BlockQ1_0>) {
+        const BlockQ1_0& b = reinterpret_cast<const BlockQ1_0*>(row)[i / 4];
+        d = b.d;
+        const __mmask32 bits = _cvtu32_mask32(load_u32(b.qs + 4 * (i % 4)));
+        return _mm256_mask_blend_epi8(bits, _mm256_set1_epi8(-1), _mm256_set1_epi8(1));
+    } else {
+        const Block& b = reinterpret_cast<const Block*>(row)[i];
+        d = b.d;
+        return signed_weights(b);
+    }
+}
+
+// Sub-blocks [b0, b0 + count) of n_rows (<= 16) rows into `out`; missing rows are zeros.
 template <class Block>
 void interleave(const uint8_t* w, size_t w_stride, int n_rows, int64_t b0, int64_t count, InterleavedBlock* out) {
     for (int64_t i = 0; i < count; ++i) {
@@ -66,9 +81,7 @@ void interleave(const uint8_t* w, size_t w_stride, int n_rows, int64_t b0, int64
             for (int j = 0; j < 8; ++j) {
                 const int r = 8 * half + j;
                 if (r < n_rows) {
-                    const Block& b = row_as<Block>(w, w_stride, r)[b0 + i];
-                    rows[j] = signed_weights(b);
-                    d16[r] = b.d;
+                    rows[j] = sub_block_weights<Block>(w + static_cast<size_t>(r) * w_stride, b0 + i, d16[r]);
                 } else {
                     rows[j] = _mm256_setzero_si256();
                 }
@@ -85,31 +98,55 @@ void interleave(const uint8_t* w, size_t w_stride, int n_rows, int64_t b0, int64
     }
 }
 
-// Tokens [0, T) of the pack against `count` interleaved blocks; acc holds the rows'
-// running floats (one vector per token).
-template <int T>
+// Every row's exact dot with one packed activation block, one row per lane.
+inline __m512i block_dots(const __m512i (&quads)[8], __m512i start, const PackedBlock& xb) {
+    __m512i s = start;
+    for (int k = 0; k < 8; ++k) s = _mm512_dpbusd_epi32(s, _mm512_set1_epi32(static_cast<int32_t>(load_u32(xb.q + 4 * k))), quads[k]);
+    return s;
+}
+
+// Tokens [0, T) of the pack against `count` interleaved sub-blocks; acc holds the rows'
+// running floats (one vector per token). Q8_0 / Q4_0 / Q5_0: dot_block_sums' order;
+// Q1_0: dot_q1_0's (its four sub-blocks' dots times their d_x into the block's float,
+// then times d_w into the row's).
+template <class Block, int T>
 void tokens_over_blocks(const InterleavedBlock* blocks, int64_t count, const PackedBlock* const (&x)[kTokens],
                         __m512 (&acc)[kTokens]) {
-    for (int64_t i = 0; i < count; ++i) {
-        const InterleavedBlock& ib = blocks[i];
-        __m512i quads[8];
-        for (int k = 0; k < 8; ++k) quads[k] = _mm512_loadu_si512(ib.quads[k]);
-        const __m512i start = _mm512_loadu_si512(ib.start);
-        const __m512 dw = _mm512_loadu_ps(ib.d);
-        for (int t = 0; t < T; ++t) {
-            const PackedBlock& xb = x[t][i];
-            __m512i s = start;
-            for (int k = 0; k < 8; ++k) {
-                int32_t four;
-                std::memcpy(&four, xb.q + 4 * k, sizeof four);
-                s = _mm512_dpbusd_epi32(s, _mm512_set1_epi32(four), quads[k]);
+    if constexpr (std::is_same_v<Block, BlockQ1_0>) {
+        for (int64_t i = 0; i < count; i += 4) {
+            __m512 block[T];
+            for (int p = 0; p < 4; ++p) {
+                const InterleavedBlock& ib = blocks[i + p];
+                __m512i quads[8];
+                for (int k = 0; k < 8; ++k) quads[k] = _mm512_loadu_si512(ib.quads[k]);
+                const __m512i start = _mm512_loadu_si512(ib.start);
+                for (int t = 0; t < T; ++t) {
+                    const PackedBlock& xb = x[t][i + p];
+                    const __m512 s = _mm512_cvtepi32_ps(block_dots(quads, start, xb));
+                    const __m512 dx = _mm512_set1_ps(xb.d);
+                    block[t] = p == 0 ? _mm512_mul_ps(s, dx) : _mm512_fmadd_ps(s, dx, block[t]);
+                }
             }
-            acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(dw, _mm512_set1_ps(xb.d)), acc[t]);
+            const __m512 dw = _mm512_loadu_ps(blocks[i].d);
+            for (int t = 0; t < T; ++t) acc[t] = _mm512_fmadd_ps(block[t], dw, acc[t]);
+        }
+    } else {
+        for (int64_t i = 0; i < count; ++i) {
+            const InterleavedBlock& ib = blocks[i];
+            __m512i quads[8];
+            for (int k = 0; k < 8; ++k) quads[k] = _mm512_loadu_si512(ib.quads[k]);
+            const __m512i start = _mm512_loadu_si512(ib.start);
+            const __m512 dw = _mm512_loadu_ps(ib.d);
+            for (int t = 0; t < T; ++t) {
+                const PackedBlock& xb = x[t][i];
+                acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(block_dots(quads, start, xb)), _mm512_mul_ps(dw, _mm512_set1_ps(xb.d)),
+                                         acc[t]);
+            }
         }
     }
 }
 
-template <int T>
+template <class Block, int T>
 void token_group(const InterleavedBlock* blocks, int64_t b0, int64_t count, const PackedBlock* x0, size_t x_blocks,
                  int n_rows, float* result, size_t result_stride) {
     const PackedBlock* x[kTokens];
@@ -121,16 +158,16 @@ void token_group(const InterleavedBlock* blocks, int64_t b0, int64_t count, cons
         acc[t] = b0 == 0 ? _mm512_setzero_ps()
                          : _mm512_maskz_loadu_ps(rows, result + static_cast<size_t>(t) * result_stride);
     }
-    tokens_over_blocks<T>(blocks, count, x, acc);
+    tokens_over_blocks<Block, T>(blocks, count, x, acc);
     for (int t = 0; t < T; ++t) _mm512_mask_storeu_ps(result + static_cast<size_t>(t) * result_stride, rows, acc[t]);
 }
 
-template <int T>
+template <class Block, int T>
 void token_tail(int tokens, const InterleavedBlock* blocks, int64_t b0, int64_t count, const PackedBlock* x0,
                 size_t x_blocks, int n_rows, float* result, size_t result_stride) {
     if constexpr (T > 0) {
-        if (tokens == T) token_group<T>(blocks, b0, count, x0, x_blocks, n_rows, result, result_stride);
-        else token_tail<T - 1>(tokens, blocks, b0, count, x0, x_blocks, n_rows, result, result_stride);
+        if (tokens == T) token_group<Block, T>(blocks, b0, count, x0, x_blocks, n_rows, result, result_stride);
+        else token_tail<Block, T - 1>(tokens, blocks, b0, count, x0, x_blocks, n_rows, result, result_stride);
     }
 }
 
@@ -148,11 +185,11 @@ void rows16_tiles(int64_t n, int64_t n_rows, int64_t n_tokens, float* result, si
             interleave<Block>(wb + static_cast<size_t>(r) * w_stride, w_stride, rows, b0, count, blocks);
             int64_t t = 0;
             for (; t + kTokens <= n_tokens; t += kTokens)
-                token_group<kTokens>(blocks, b0, count, xp + static_cast<size_t>(t * nb), static_cast<size_t>(nb), rows,
+                token_group<Block, kTokens>(blocks, b0, count, xp + static_cast<size_t>(t * nb), static_cast<size_t>(nb), rows,
                                      result + static_cast<size_t>(t) * result_stride + static_cast<size_t>(r),
                                      result_stride);
             if (t < n_tokens)
-                token_tail<kTokens - 1>(static_cast<int>(n_tokens - t), blocks, b0, count,
+                token_tail<Block, kTokens - 1>(static_cast<int>(n_tokens - t), blocks, b0, count,
                                         xp + static_cast<size_t>(t * nb), static_cast<size_t>(nb), rows,
                                         result + static_cast<size_t>(t) * result_stride + static_cast<size_t>(r),
                                         result_stride);
@@ -185,6 +222,7 @@ Rows16TileFn avx512_rows16_tile_kernel(DType weight) {
         case DType::Q8_0: return rows16_tiles<BlockQ8_0>;
         case DType::Q4_0: return rows16_tiles<BlockQ4_0>;
         case DType::Q5_0: return rows16_tiles<BlockQ5_0>;
+        case DType::Q1_0: return rows16_tiles<BlockQ1_0>;
         default: return nullptr;
     }
 }

@@ -450,7 +450,7 @@ TEST_CASE("vec_dot_tile on random blocks equals per-row dots", "[quant][vec_dot]
 }
 
 // The sixteen-row tiles (AVX-512 VNNI) regroup their weight rows a chunk at a time into
-// a stack buffer (Q8_0 / Q4_0 / Q5_0: 48 blocks, the rows' sums carried in the results;
+// a stack buffer (Q8_0 / Q4_0 / Q5_0 / Q1_0: 48 blocks of 32, the rows' sums carried in the results;
 // Q4_K / Q5_K / Q6_K: 4 super-blocks, the floats on the stack): both sides of a boundary and
 // many chunks, with a partial group of rows, bitwise equal to the row kernel.
 TEST_CASE("vec_dot_tile rows at and past the tiles' regrouping buffers", "[quant][vec_dot]") {
@@ -462,6 +462,7 @@ TEST_CASE("vec_dot_tile rows at and past the tiles' regrouping buffers", "[quant
         {DType::Q8_0, {48 * 32, 49 * 32, 97 * 32}},
         {DType::Q4_0, {48 * 32, 49 * 32, 97 * 32}},
         {DType::Q5_0, {48 * 32, 97 * 32}},
+        {DType::Q1_0, {12 * 128, 13 * 128, 32 * 128}},
     };
     for (const auto& [type, lengths] : cases) {
         for (int64_t n : lengths) {
