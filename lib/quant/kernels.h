@@ -59,7 +59,7 @@ inline constexpr int64_t kRows16KquantMinTokens = 4;  // Zen 4, Q4_K: 1.2x at 4 
 inline constexpr int64_t kRows16Q6KMinTokens = 8;     // Zen 4, Q6_K: 0.93x at 4 tokens, 1.4x at 16, 1.9x at 128
 VecDotTileFn avx512_rows16_kquant_tile_kernel(DType weight);
 
-// Q8_0 / Q4_0 / Q5_0 prompt tiles with eight rows to a 256-bit vector (AVX2, for CPUs
+// Q8_0 / Q4_0 / Q5_0 / Q1_0 prompt tiles with eight rows to a 256-bit vector (AVX2, for CPUs
 // without AVX-512; vec_dot_tile_avx2_rows8.cpp): the sixteen-row layout with maddubs on
 // the weights' magnitudes and sign-adjusted activations, the same arithmetic as
 // avx2_tile_kernel's. From rows8_min_tokens(weight) tokens on (bench_kernels, x86-64-v3

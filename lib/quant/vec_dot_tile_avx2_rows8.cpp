@@ -1,4 +1,4 @@
-// Q8_0, Q4_0 and Q5_0 token tiles over eight weight rows at once with 256-bit vectors,
+// Q8_0, Q4_0, Q5_0 and Q1_0 token tiles over eight weight rows at once with 256-bit vectors,
 // for prompts on CPUs without AVX-512: vec_dot_tile_avx512_rows16.cpp's layout (each
 // 32-bit lane one weight row; vector k of a block holds bytes 4k..4k+3 of every row,
 // regrouped once per call, a chunk of blocks at a time) with AVX2's products.
@@ -26,7 +26,7 @@ namespace {
 using namespace avx2;
 
 constexpr int kRows = 8;
-constexpr int64_t kMaxBlocks = 64;  // blocks regrouped at a time: 64 x 544 bytes on the stack
+constexpr int64_t kMaxBlocks = 64;  // sub-blocks of 32 regrouped at a time (whole Q1_0 blocks): 64 x 544 bytes
 constexpr int kTokens = 4;          // tokens whose floats stay in registers
 
 // One block of the eight rows, regrouped.
@@ -43,6 +43,29 @@ __m256i signed_weights(const Block& b) {
     else return _mm256_sub_epi8(Block32<Block>::levels(b), _mm256_set1_epi8(Block32<Block>::kOffset));
 }
 
+// The weights of 32-element sub-block i of a row (a whole block, or Q1_0's part i % 4 of
+// block i / 4: +1 where the bit is set, -1 elsewhere; byte j tests bit j % 8 of byte j / 8)
+// and the block's scale.
+template <class Block>
+__m256i sub_block_weights(const uint8_t* row, int64_t i, uint16_t& d) {
+    if constexpr (std::is_same_v<Block, BlockQ1_0>) {
+        const BlockQ1_0& b = reinterpret_cast<const BlockQ1_0*>(row)[i / 4];
+        d = b.d;
+        const __m256i shuffle = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1,  //
+                                                 2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3);
+        const __m256i select = _mm256_set1_epi64x(static_cast<int64_t>(0x8040201008040201ull));
+        const __m256i bytes =
+            _mm256_shuffle_epi8(_mm256_set1_epi32(static_cast<int32_t>(load_u32(b.qs + 4 * (i % 4)))), shuffle);
+        const __m256i set = _mm256_cmpeq_epi8(_mm256_and_si256(bytes, select), select);
+        return _mm256_blendv_epi8(_mm256_set1_epi8(-1), _mm256_set1_epi8(1), set);
+    } else {
+        const Block& b = reinterpret_cast<const Block*>(row)[i];
+        d = b.d;
+        return signed_weights(b);
+    }
+}
+
+// Sub-blocks [b0, b0 + count) of n_rows (<= 8) rows into `out`; missing rows are zeros.
 template <class Block>
 void interleave(const uint8_t* w, size_t w_stride, int n_rows, int64_t b0, int64_t count, Group* out) {
     for (int64_t i = 0; i < count; ++i) {
@@ -51,9 +74,7 @@ void interleave(const uint8_t* w, size_t w_stride, int n_rows, int64_t b0, int64
         __m256i rows[8], quads[8];
         for (int r = 0; r < kRows; ++r) {
             if (r < n_rows) {
-                const Block& b = row_as<Block>(w, w_stride, r)[b0 + i];
-                rows[r] = signed_weights(b);
-                d16[r] = b.d;
+                rows[r] = sub_block_weights<Block>(w + static_cast<size_t>(r) * w_stride, b0 + i, d16[r]);
             } else {
                 rows[r] = _mm256_setzero_si256();
             }
@@ -69,42 +90,65 @@ void interleave(const uint8_t* w, size_t w_stride, int n_rows, int64_t b0, int64
 
 inline __m256i load_lanes(const int32_t* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); }
 
-// Tokens [0, T) against `count` regrouped blocks; acc: the tokens' rows' floats.
+// The eight rows' exact dots with tokens [0, T)'s activation block i, one row per lane.
 template <class Block, int T>
-void accumulate(const Group* groups, int64_t count, const BlockQ8_0* const (&x)[kTokens], __m256 (&acc)[kTokens]) {
+void block_dots(const Group& g, const BlockQ8_0* const (&x)[kTokens], int64_t i, __m256i (&dot)[T]) {
     constexpr bool kSmall = !std::is_same_v<Block, BlockQ8_0>;  // |w| <= 16: four k's in int16
     const __m256i ones = _mm256_set1_epi16(1);
-    for (int64_t i = 0; i < count; ++i) {
-        const Group& g = groups[i];
-        __m256i dot[T];
-        for (int t = 0; t < T; ++t) dot[t] = _mm256_setzero_si256();
-        for (int h = 0; h < 2; ++h) {  // k = 4h..4h+3, four magnitudes and signs in registers
-            __m256i mag[4], sgn[4];
-            for (int k = 0; k < 4; ++k) {
-                mag[k] = load_lanes(g.magnitudes[4 * h + k]);
-                sgn[k] = load_lanes(g.weights[4 * h + k]);
-            }
-            for (int t = 0; t < T; ++t) {
-                const int8_t* q = x[t][i].qs + 16 * h;
-                if constexpr (kSmall) {
-                    __m256i pairs = _mm256_setzero_si256();
-                    for (int k = 0; k < 4; ++k) {
-                        const __m256i xs = _mm256_sign_epi8(_mm256_set1_epi32(static_cast<int32_t>(load_u32(q + 4 * k))), sgn[k]);
-                        pairs = _mm256_add_epi16(pairs, _mm256_maddubs_epi16(mag[k], xs));
-                    }
-                    dot[t] = _mm256_add_epi32(dot[t], _mm256_madd_epi16(pairs, ones));
-                } else {
-                    for (int k = 0; k < 4; ++k) {
-                        const __m256i xs = _mm256_sign_epi8(_mm256_set1_epi32(static_cast<int32_t>(load_u32(q + 4 * k))), sgn[k]);
-                        dot[t] = _mm256_add_epi32(dot[t], _mm256_madd_epi16(_mm256_maddubs_epi16(mag[k], xs), ones));
-                    }
+    for (int t = 0; t < T; ++t) dot[t] = _mm256_setzero_si256();
+    for (int h = 0; h < 2; ++h) {  // k = 4h..4h+3, four magnitudes and signs in registers
+        __m256i mag[4], sgn[4];
+        for (int k = 0; k < 4; ++k) {
+            mag[k] = load_lanes(g.magnitudes[4 * h + k]);
+            sgn[k] = load_lanes(g.weights[4 * h + k]);
+        }
+        for (int t = 0; t < T; ++t) {
+            const int8_t* q = x[t][i].qs + 16 * h;
+            if constexpr (kSmall) {
+                __m256i pairs = _mm256_setzero_si256();
+                for (int k = 0; k < 4; ++k) {
+                    const __m256i xs = _mm256_sign_epi8(_mm256_set1_epi32(static_cast<int32_t>(load_u32(q + 4 * k))), sgn[k]);
+                    pairs = _mm256_add_epi16(pairs, _mm256_maddubs_epi16(mag[k], xs));
+                }
+                dot[t] = _mm256_add_epi32(dot[t], _mm256_madd_epi16(pairs, ones));
+            } else {
+                for (int k = 0; k < 4; ++k) {
+                    const __m256i xs = _mm256_sign_epi8(_mm256_set1_epi32(static_cast<int32_t>(load_u32(q + 4 * k))), sgn[k]);
+                    dot[t] = _mm256_add_epi32(dot[t], _mm256_madd_epi16(_mm256_maddubs_epi16(mag[k], xs), ones));
                 }
             }
         }
-        const __m256 dw = _mm256_loadu_ps(g.d);
-        for (int t = 0; t < T; ++t)
-            acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot[t]), _mm256_mul_ps(dw, _mm256_set1_ps(f16_to_f32(x[t][i].d))),
-                                     acc[t]);
+    }
+}
+
+// Tokens [0, T) against `count` regrouped sub-blocks; acc: the tokens' rows' floats.
+// Q8_0 / Q4_0 / Q5_0: dot_block_sums' order; Q1_0: dot_q1_0's (its four sub-blocks' dots
+// times their d_x into the block's float, then times d_w into the row's).
+template <class Block, int T>
+void accumulate(const Group* groups, int64_t count, const BlockQ8_0* const (&x)[kTokens], __m256 (&acc)[kTokens]) {
+    __m256i dot[T];
+    if constexpr (std::is_same_v<Block, BlockQ1_0>) {
+        for (int64_t i = 0; i < count; i += 4) {
+            __m256 block[T];
+            for (int p = 0; p < 4; ++p) {
+                block_dots<Block, T>(groups[i + p], x, i + p, dot);
+                for (int t = 0; t < T; ++t) {
+                    const __m256 s = _mm256_cvtepi32_ps(dot[t]);
+                    const __m256 dx = _mm256_set1_ps(f16_to_f32(x[t][i + p].d));
+                    block[t] = p == 0 ? _mm256_mul_ps(s, dx) : _mm256_fmadd_ps(s, dx, block[t]);
+                }
+            }
+            const __m256 dw = _mm256_loadu_ps(groups[i].d);
+            for (int t = 0; t < T; ++t) acc[t] = _mm256_fmadd_ps(block[t], dw, acc[t]);
+        }
+    } else {
+        for (int64_t i = 0; i < count; ++i) {
+            block_dots<Block, T>(groups[i], x, i, dot);
+            const __m256 dw = _mm256_loadu_ps(groups[i].d);
+            for (int t = 0; t < T; ++t)
+                acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot[t]), _mm256_mul_ps(dw, _mm256_set1_ps(f16_to_f32(x[t][i].d))),
+                                         acc[t]);
+        }
     }
 }
 
@@ -166,6 +210,7 @@ VecDotTileFn avx2_rows8_tile_kernel(DType weight) {
         case DType::Q8_0: return rows8_tiles<BlockQ8_0>;
         case DType::Q4_0: return rows8_tiles<BlockQ4_0>;
         case DType::Q5_0: return rows8_tiles<BlockQ5_0>;
+        case DType::Q1_0: return rows8_tiles<BlockQ1_0>;
         default: return nullptr;
     }
 }
