@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
 
 #include "core/dtype.h"
 #include "core/half.h"
@@ -58,6 +59,16 @@ struct FloatElem<DType::BF16> {
 
 // ---------------------------------------------------------------- 32-element blocks
 
+// 0xFF in byte i where bit i of the 32 bits at p is set (bit i % 8 of byte i / 8), else 0:
+// lane byte i picks byte i / 8, then tests bit i % 8.
+inline __m256i bit_bytes(const uint8_t* p) {
+    const __m256i shuffle = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1,  //
+                                             2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3);
+    const __m256i select = _mm256_set1_epi64x(static_cast<int64_t>(0x8040201008040201ull));
+    const __m256i bytes = _mm256_shuffle_epi8(_mm256_set1_epi32(static_cast<int32_t>(load_u32(p))), shuffle);
+    return _mm256_cmpeq_epi8(_mm256_and_si256(bytes, select), select);
+}
+
 #if defined(__AVX512BW__) && defined(__AVX512VL__)
 // The 32 low nibbles of a Q4_0 / Q4_1 / Q5_x block in element order (0..15): the 16
 // bytes in both halves, the upper half shifted by 4 in one variable word shift.
@@ -81,14 +92,8 @@ inline __m256i nibbles(const uint8_t* qs) {
 }
 
 // Q5_x levels (0..31) in element order: the nibbles plus 16 where bit i of qh is set.
-// Lane byte i picks byte i / 8 of qh, then tests bit i % 8.
 inline __m256i levels5(const uint8_t* qs, const uint8_t* qh) {
-    const __m256i shuffle = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1,  //
-                                             2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3);
-    const __m256i select = _mm256_set1_epi64x(static_cast<int64_t>(0x8040201008040201ull));
-    const __m256i bytes = _mm256_shuffle_epi8(_mm256_set1_epi32(static_cast<int32_t>(load_u32(qh))), shuffle);
-    const __m256i set = _mm256_cmpeq_epi8(_mm256_and_si256(bytes, select), select);
-    return _mm256_or_si256(nibbles(qs), _mm256_and_si256(set, _mm256_set1_epi8(16)));
+    return _mm256_or_si256(nibbles(qs), _mm256_and_si256(bit_bytes(qh), _mm256_set1_epi8(16)));
 }
 #endif
 
@@ -145,6 +150,23 @@ template <class Block>
 __m256i offset_start(__m256i xq) {
     if constexpr (Block32<Block>::kOffset == 0) return _mm256_setzero_si256();
     else return _mm256_sub_epi32(_mm256_setzero_si256(), dot_u8_i8(_mm256_set1_epi8(Block32<Block>::kOffset), xq));
+}
+
+// The weights of 32-element block i of a Q8_0 / Q4_0 / Q5_0 row as signed bytes in
+// element order (for Q1_0: part i % 4 of block i / 4, +1 where the bit is set, -1
+// elsewhere), and the block's f16 scale: the rows the row-per-lane tiles regroup.
+template <class Block>
+__m256i block_weights(const uint8_t* row, int64_t i, uint16_t& d) {
+    if constexpr (std::is_same_v<Block, BlockQ1_0>) {
+        const BlockQ1_0& b = reinterpret_cast<const BlockQ1_0*>(row)[i / 4];
+        d = b.d;
+        return _mm256_blendv_epi8(_mm256_set1_epi8(-1), _mm256_set1_epi8(1), bit_bytes(b.qs + 4 * (i % 4)));
+    } else {
+        const Block& b = reinterpret_cast<const Block*>(row)[i];
+        d = b.d;
+        if constexpr (std::is_same_v<Block, BlockQ8_0>) return load32(b.qs);
+        else return _mm256_sub_epi8(Block32<Block>::levels(b), _mm256_set1_epi8(Block32<Block>::kOffset));
+    }
 }
 
 // The eight int32 sums of eight vectors' lanes: result lane r = sum of v[r]'s lanes.

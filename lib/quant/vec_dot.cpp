@@ -154,14 +154,12 @@ void TilePack::assign(DType weight, int64_t n, int64_t n_tokens, const void* x, 
     n_ = n;
     n_tokens_ = n_tokens;
     widened_ = false;
-    rows16_ = false;
     bytes_.clear();  // keeps the capacity
     const AmxPath path = amx_path(weight, n, n_tokens);
     if (path == AmxPath::none && rows16_path(weight, n, n_tokens)) {
         if (x == nullptr) fail(INLAY_ERR_INVALID_ARGUMENT, "TilePack: null activations");
         bytes_.resize(detail::rows16_pack_bytes(n, n_tokens) + detail::kAmxAlign - 1);
         detail::rows16_pack(n, n_tokens, x, x_stride, detail::amx_aligned(bytes_.data()));
-        rows16_ = true;
         return;
     }
     if (path == AmxPath::none && n_tokens >= 2 && n > 0 && detail::avx512_tile_kernel_widened(weight)) {

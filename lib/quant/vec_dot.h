@@ -66,8 +66,8 @@ void vec_dot_rows(DType weight, int64_t n, int64_t n_rows, float* result, const 
 // Activations of a matrix product prepared once for the matrix-unit tile kernels (AMX on
 // x86, for Q8_0 and K-quant weights): the tokens' quants regrouped into the layout a tile load
 // reads; for F16 / BF16 weights with AVX-512, the activations widened to f32; for Q8_0,
-// Q4_0 and Q5_0 weights with AVX-512 VNNI and enough tokens, the quants made unsigned for
-// the sixteen-row tiles. Empty where this CPU, the weight type or a single token has no
+// Q4_0, Q5_0 and Q1_0 weights with AVX-512 VNNI and enough tokens, the quants made
+// unsigned for the sixteen-row tiles (which vec_dot_tile chooses by the same rule). Empty where this CPU, the weight type or a single token has no
 // use for it.
 // Holds its own copy: x may change or go away afterwards.
 class TilePack {
@@ -87,7 +87,6 @@ private:
     int64_t n_ = 0;
     int64_t n_tokens_ = 0;
     bool widened_ = false;  // bytes_ holds f32 activations (16-bit float weights)
-    bool rows16_ = false;   // bytes_ holds detail::rows16_pack's activations
     std::vector<std::byte> bytes_;
 };
 

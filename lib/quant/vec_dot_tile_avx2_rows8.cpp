@@ -19,62 +19,39 @@
 
 #include "core/half.h"
 #include "quant/avx2_blocks.h"
+#include "quant/row_lane_tiles.h"
 
 namespace inlay::quant::detail {
 namespace {
 
 using namespace avx2;
 
-constexpr int kRows = 8;
-constexpr int64_t kMaxBlocks = 64;  // sub-blocks of 32 regrouped at a time (whole Q1_0 blocks): 64 x 544 bytes
-constexpr int kTokens = 4;          // tokens whose floats stay in registers
+// The tiles' shape (row_lane_tiles.h's block_tiles runs them).
+struct Lanes8 {
+    static constexpr int kRows = 8;
+    static constexpr int64_t kMaxBlocks = 64;  // blocks of 32 regrouped at a time (whole Q1_0 blocks): 64 x 544 bytes
+    static constexpr int kTokens = 4;          // tokens whose floats stay in registers
+};
+constexpr int kRows = Lanes8::kRows;
+constexpr int kTokens = Lanes8::kTokens;
 
 // One block of the eight rows, regrouped.
-struct Group {
+struct InterleavedBlock {
     int32_t magnitudes[8][kRows];  // |w| of bytes 4k..4k+3 of row r
     int32_t weights[8][kRows];     // the signed weights themselves (their signs)
     float d[kRows];
 };
 
-// The 32 weights of a block in element order as signed bytes.
-template <class Block>
-__m256i signed_weights(const Block& b) {
-    if constexpr (std::is_same_v<Block, BlockQ8_0>) return load32(b.qs);
-    else return _mm256_sub_epi8(Block32<Block>::levels(b), _mm256_set1_epi8(Block32<Block>::kOffset));
-}
-
-// The weights of 32-element sub-block i of a row (a whole block, or Q1_0's part i % 4 of
-// block i / 4: +1 where the bit is set, -1 elsewhere; byte j tests bit j % 8 of byte j / 8)
-// and the block's scale.
-template <class Block>
-__m256i sub_block_weights(const uint8_t* row, int64_t i, uint16_t& d) {
-    if constexpr (std::is_same_v<Block, BlockQ1_0>) {
-        const BlockQ1_0& b = reinterpret_cast<const BlockQ1_0*>(row)[i / 4];
-        d = b.d;
-        const __m256i shuffle = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1,  //
-                                                 2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3);
-        const __m256i select = _mm256_set1_epi64x(static_cast<int64_t>(0x8040201008040201ull));
-        const __m256i bytes =
-            _mm256_shuffle_epi8(_mm256_set1_epi32(static_cast<int32_t>(load_u32(b.qs + 4 * (i % 4)))), shuffle);
-        const __m256i set = _mm256_cmpeq_epi8(_mm256_and_si256(bytes, select), select);
-        return _mm256_blendv_epi8(_mm256_set1_epi8(-1), _mm256_set1_epi8(1), set);
-    } else {
-        const Block& b = reinterpret_cast<const Block*>(row)[i];
-        d = b.d;
-        return signed_weights(b);
-    }
-}
-
 // Sub-blocks [b0, b0 + count) of n_rows (<= 8) rows into `out`; missing rows are zeros.
 template <class Block>
-void interleave(const uint8_t* w, size_t w_stride, int n_rows, int64_t b0, int64_t count, Group* out) {
+void interleave_rows(const uint8_t* w, size_t w_stride, int n_rows, int64_t b0, int64_t count, InterleavedBlock* out) {
     for (int64_t i = 0; i < count; ++i) {
-        Group& g = out[i];
+        InterleavedBlock& g = out[i];
         alignas(16) uint16_t d16[kRows] = {};
         __m256i rows[8], quads[8];
         for (int r = 0; r < kRows; ++r) {
             if (r < n_rows) {
-                rows[r] = sub_block_weights<Block>(w + static_cast<size_t>(r) * w_stride, b0 + i, d16[r]);
+                rows[r] = block_weights<Block>(w + static_cast<size_t>(r) * w_stride, b0 + i, d16[r]);
             } else {
                 rows[r] = _mm256_setzero_si256();
             }
@@ -92,7 +69,7 @@ inline __m256i load_lanes(const int32_t* p) { return _mm256_loadu_si256(reinterp
 
 // The eight rows' exact dots with tokens [0, T)'s activation block i, one row per lane.
 template <class Block, int T>
-void block_dots(const Group& g, const BlockQ8_0* const (&x)[kTokens], int64_t i, __m256i (&dot)[T]) {
+void block_dots(const InterleavedBlock& g, const BlockQ8_0* const (&x)[kTokens], int64_t i, __m256i (&dot)[T]) {
     constexpr bool kSmall = !std::is_same_v<Block, BlockQ8_0>;  // |w| <= 16: four k's in int16
     const __m256i ones = _mm256_set1_epi16(1);
     for (int t = 0; t < T; ++t) dot[t] = _mm256_setzero_si256();
@@ -125,7 +102,7 @@ void block_dots(const Group& g, const BlockQ8_0* const (&x)[kTokens], int64_t i,
 // Q8_0 / Q4_0 / Q5_0: dot_block_sums' order; Q1_0: dot_q1_0's (its four sub-blocks' dots
 // times their d_x into the block's float, then times d_w into the row's).
 template <class Block, int T>
-void accumulate(const Group* groups, int64_t count, const BlockQ8_0* const (&x)[kTokens], __m256 (&acc)[kTokens]) {
+void accumulate(const InterleavedBlock* groups, int64_t count, const BlockQ8_0* const (&x)[kTokens], __m256 (&acc)[kTokens]) {
     __m256i dot[T];
     if constexpr (std::is_same_v<Block, BlockQ1_0>) {
         for (int64_t i = 0; i < count; i += 4) {
@@ -152,65 +129,38 @@ void accumulate(const Group* groups, int64_t count, const BlockQ8_0* const (&x)[
     }
 }
 
-template <class Block, int T>
-void token_group(const Group* groups, int64_t b0, int64_t count, const uint8_t* x0, size_t x_stride, int n_rows,
-                 float* result, size_t result_stride) {
-    const BlockQ8_0* x[kTokens];
-    __m256 acc[kTokens];
-    const __m256i lanes = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-    const __m256i rows = _mm256_cmpgt_epi32(_mm256_set1_epi32(n_rows), lanes);  // lanes of real rows
-    for (int t = 0; t < T; ++t) {
-        x[t] = row_as<BlockQ8_0>(x0, x_stride, t) + b0;
-        // The rows' floats carry over from the previous blocks through the result.
-        acc[t] = b0 == 0 ? _mm256_setzero_ps() : _mm256_maskload_ps(result + static_cast<size_t>(t) * result_stride, rows);
-    }
-    accumulate<Block, T>(groups, count, x, acc);
-    for (int t = 0; t < T; ++t) _mm256_maskstore_ps(result + static_cast<size_t>(t) * result_stride, rows, acc[t]);
-}
-
-template <class Block, int T>
-void token_tail(int tokens, const Group* groups, int64_t b0, int64_t count, const uint8_t* x0, size_t x_stride,
-                int n_rows, float* result, size_t result_stride) {
-    if constexpr (T > 0) {
-        if (tokens == T) token_group<Block, T>(groups, b0, count, x0, x_stride, n_rows, result, result_stride);
-        else token_tail<Block, T - 1>(tokens, groups, b0, count, x0, x_stride, n_rows, result, result_stride);
-    }
-}
-
+// The tiles of one weight type, for block_tiles.
 template <class Block>
-void rows8_tiles(int64_t n, int64_t n_rows, int64_t n_tokens, float* result, size_t result_stride, const void* w,
-                 size_t w_stride, const void* x, size_t x_stride) {
-    const int64_t nb = n / kQK8_0;
-    const auto* wb = static_cast<const uint8_t*>(w);
-    const auto* xb = static_cast<const uint8_t*>(x);
-    Group groups[kMaxBlocks];
-    for (int64_t r = 0; r < n_rows; r += kRows) {
-        const int rows = static_cast<int>(std::min<int64_t>(kRows, n_rows - r));
-        for (int64_t b0 = 0; b0 < nb; b0 += kMaxBlocks) {
-            const int64_t count = std::min(kMaxBlocks, nb - b0);
-            interleave<Block>(wb + static_cast<size_t>(r) * w_stride, w_stride, rows, b0, count, groups);
-            int64_t t = 0;
-            for (; t + kTokens <= n_tokens; t += kTokens)
-                token_group<Block, kTokens>(groups, b0, count, xb + static_cast<size_t>(t) * x_stride, x_stride, rows,
-                                            result + static_cast<size_t>(t) * result_stride + static_cast<size_t>(r),
-                                            result_stride);
-            if (t < n_tokens)
-                token_tail<Block, kTokens - 1>(static_cast<int>(n_tokens - t), groups, b0, count,
-                                               xb + static_cast<size_t>(t) * x_stride, x_stride, rows,
-                                               result + static_cast<size_t>(t) * result_stride + static_cast<size_t>(r),
-                                               result_stride);
-        }
+struct Rows8 : Lanes8 {
+    using Group = InterleavedBlock;
+    static void interleave(const uint8_t* w, size_t w_stride, int n_rows, int64_t b0, int64_t count, Group* out) {
+        interleave_rows<Block>(w, w_stride, n_rows, b0, count, out);
     }
-}
+    template <int T>
+    static void token_group(const Group* groups, int64_t b0, int64_t count, const uint8_t* x0, size_t x_stride,
+                            int n_rows, float* result, size_t result_stride) {
+        const BlockQ8_0* x[kTokens];
+        __m256 acc[kTokens];
+        const __m256i lanes = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+        const __m256i rows = _mm256_cmpgt_epi32(_mm256_set1_epi32(n_rows), lanes);  // lanes of real rows
+        for (int t = 0; t < T; ++t) {
+            x[t] = row_as<BlockQ8_0>(x0, x_stride, t) + b0;
+            // The rows' floats carry over from the previous blocks through the result.
+            acc[t] = b0 == 0 ? _mm256_setzero_ps() : _mm256_maskload_ps(result + static_cast<size_t>(t) * result_stride, rows);
+        }
+        accumulate<Block, T>(groups, count, x, acc);
+        for (int t = 0; t < T; ++t) _mm256_maskstore_ps(result + static_cast<size_t>(t) * result_stride, rows, acc[t]);
+    }
+};
 
 }  // namespace
 
 VecDotTileFn avx2_rows8_tile_kernel(DType weight) {
     switch (weight) {
-        case DType::Q8_0: return rows8_tiles<BlockQ8_0>;
-        case DType::Q4_0: return rows8_tiles<BlockQ4_0>;
-        case DType::Q5_0: return rows8_tiles<BlockQ5_0>;
-        case DType::Q1_0: return rows8_tiles<BlockQ1_0>;
+        case DType::Q8_0: return lanes::block_tiles<Rows8<BlockQ8_0>>;
+        case DType::Q4_0: return lanes::block_tiles<Rows8<BlockQ4_0>>;
+        case DType::Q5_0: return lanes::block_tiles<Rows8<BlockQ5_0>>;
+        case DType::Q1_0: return lanes::block_tiles<Rows8<BlockQ1_0>>;
         default: return nullptr;
     }
 }

@@ -22,14 +22,14 @@
 #include "core/half.h"
 #include "quant/avx2_blocks.h"
 #include "quant/avx2_kquant_levels.h"
-#include "quant/row_lane_kquant_tiles.h"
+#include "quant/row_lane_tiles.h"
 
 namespace inlay::quant::detail {
 namespace {
 
 using namespace avx2;
 
-// The tiles' shape (row_lane_kquant_tiles.h runs them).
+// The tiles' shape (row_lane_tiles.h runs them).
 struct Lanes8 {
     static constexpr int kRows = 8;
     static constexpr int64_t kChunkBlocks = 8;  // super-blocks regrouped at a time

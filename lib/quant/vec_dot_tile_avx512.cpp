@@ -434,19 +434,6 @@ struct AffineKTile512 {
     }
 };
 
-// Q4_K / Q5_K tiles: the sixteen-row tiles (vec_dot_tile_avx512_rows16_kquants.cpp)
-// from kRows16KquantMinTokens tokens on, two rows at a time below.
-template <bool Q5>
-void affine_k_tiles(int64_t n, int64_t n_rows, int64_t n_tokens, float* result, size_t result_stride,
-                    const void* w, size_t w_stride, const void* x, size_t x_stride) {
-    if (n_tokens >= kRows16KquantMinTokens) {
-        avx512_rows16_kquant_tile_kernel(Q5 ? DType::Q5_K : DType::Q4_K)(n, n_rows, n_tokens, result, result_stride, w,
-                                                                         w_stride, x, x_stride);
-        return;
-    }
-    tiles<AffineKTile512<Q5>, 2, 8>(n, n_rows, n_tokens, result, result_stride, w, w_stride, x, x_stride);
-}
-
 // ---------------------------------------------------------------- Q6_K
 
 // Q6KTile's arithmetic (dot_q6_k's, vec_dot_avx2_kquants.cpp) for two rows with two
@@ -534,16 +521,16 @@ struct Q6KTile512 {
     }
 };
 
-// Q6_K tiles: the sixteen-row tiles from kRows16Q6KMinTokens tokens on, two rows at a
-// time below.
-void q6_k_tiles(int64_t n, int64_t n_rows, int64_t n_tokens, float* result, size_t result_stride, const void* w,
-                size_t w_stride, const void* x, size_t x_stride) {
-    if (n_tokens >= kRows16Q6KMinTokens) {
-        avx512_rows16_kquant_tile_kernel(DType::Q6_K)(n, n_rows, n_tokens, result, result_stride, w, w_stride, x,
-                                                      x_stride);
+// K-quant tiles: the sixteen-row tiles (vec_dot_tile_avx512_rows16_kquants.cpp) from
+// MinTokens tokens on, Tile's two rows at a time below.
+template <DType Type, class Tile, int64_t MinTokens>
+void kquant_tiles(int64_t n, int64_t n_rows, int64_t n_tokens, float* result, size_t result_stride, const void* w,
+                  size_t w_stride, const void* x, size_t x_stride) {
+    if (n_tokens >= MinTokens) {
+        avx512_rows16_kquant_tile_kernel(Type)(n, n_rows, n_tokens, result, result_stride, w, w_stride, x, x_stride);
         return;
     }
-    tiles<Q6KTile512, 2, 8>(n, n_rows, n_tokens, result, result_stride, w, w_stride, x, x_stride);
+    tiles<Tile, 2, 8>(n, n_rows, n_tokens, result, result_stride, w, w_stride, x, x_stride);
 }
 
 // tiles<K, R, T> with the tokens in chunks: each chunk's f32 activations (kTokenChunk x
@@ -581,9 +568,9 @@ VecDotTileFn avx512_tile_kernel(DType weight) {
         case DType::Q5_0: return tiles<BlockSumTile512<BlockQ5_0>, 8, 6>;
         case DType::Q4_1: return tiles<Block32Tile512<BlockQ4_1>, 4, 4>;
         case DType::Q5_1: return tiles<Block32Tile512<BlockQ5_1>, 4, 4>;
-        case DType::Q4_K: return affine_k_tiles<false>;
-        case DType::Q5_K: return affine_k_tiles<true>;
-        case DType::Q6_K: return q6_k_tiles;
+        case DType::Q4_K: return kquant_tiles<DType::Q4_K, AffineKTile512<false>, kRows16KquantMinTokens>;
+        case DType::Q5_K: return kquant_tiles<DType::Q5_K, AffineKTile512<true>, kRows16KquantMinTokens>;
+        case DType::Q6_K: return kquant_tiles<DType::Q6_K, Q6KTile512, kRows16Q6KMinTokens>;
         default: return nullptr;
     }
 }

@@ -5,7 +5,7 @@
 // The 512-bit block-sum tile (vec_dot_tile_avx512.cpp) holds two tokens' eight partial
 // sums of one row per vector and reduces them to one total per (row, token) for every
 // block of 32: on Zen 4 that reduction and the block's scales took three operations for
-// every dpbusd. Here the rows are regrouped once per call (`interleave`): for each
+// every dpbusd. Here the rows are regrouped once per call (`interleave_rows`): for each
 // block, vector k holds bytes 4k..4k+3 of every row (the weights as signed values), so
 // `dpbusd(acc, broadcast(x bytes 4k..4k+3), vector k)` adds each row's four products to
 // its own lane, and eight of them make the block's dots. The activations are the
@@ -24,15 +24,21 @@
 #include "core/half.h"
 #include "quant/avx2_blocks.h"
 #include "quant/gcc_avx512_warnings.h"
+#include "quant/row_lane_tiles.h"
 
 namespace inlay::quant::detail {
 namespace {
 
 using namespace avx2;
 
-constexpr int kRows = 16;
-constexpr int64_t kMaxBlocks = 48;  // sub-blocks of 32 interleaved at a time (whole Q1_0 blocks): 48 x 640 bytes
-constexpr int kTokens = 8;          // tokens whose accumulators stay in registers
+// The tiles' shape (row_lane_tiles.h's block_tiles runs them).
+struct Lanes16 {
+    static constexpr int kRows = 16;
+    static constexpr int64_t kMaxBlocks = 48;  // blocks of 32 regrouped at a time (whole Q1_0 blocks): 48 x 640 bytes
+    static constexpr int kTokens = 8;          // tokens whose accumulators stay in registers
+};
+constexpr int kRows = Lanes16::kRows;
+constexpr int kTokens = Lanes16::kTokens;
 
 // One block of the sixteen rows, regrouped.
 struct InterleavedBlock {
@@ -47,32 +53,9 @@ struct PackedBlock {
     uint8_t q[kQK8_0];  // x + 128
 };
 
-// The 32 weights of a block in element order as signed bytes.
-template <class Block>
-__m256i signed_weights(const Block& b) {
-    if constexpr (std::is_same_v<Block, BlockQ8_0>) return load32(b.qs);
-    else return _mm256_sub_epi8(Block32<Block>::levels(b), _mm256_set1_epi8(Block32<Block>::kOffset));
-}
-
-// The weights of 32-element sub-block i of a row (a whole block, or Q1_0's part i % 4 of
-// block i / 4: +1 where the bit is set, -1 elsewhere) and the block's scale.
-template <class Block>
-__m256i sub_block_weights(const uint8_t* row, int64_t i, uint16_t& d) {
-    if constexpr (std::is_same_v<Block, BlockQ1_0>) {
-        const BlockQ1_0& b = reinterpret_cast<const BlockQ1_0*>(row)[i / 4];
-        d = b.d;
-        const __mmask32 bits = _cvtu32_mask32(load_u32(b.qs + 4 * (i % 4)));
-        return _mm256_mask_blend_epi8(bits, _mm256_set1_epi8(-1), _mm256_set1_epi8(1));
-    } else {
-        const Block& b = reinterpret_cast<const Block*>(row)[i];
-        d = b.d;
-        return signed_weights(b);
-    }
-}
-
 // Sub-blocks [b0, b0 + count) of n_rows (<= 16) rows into `out`; missing rows are zeros.
 template <class Block>
-void interleave(const uint8_t* w, size_t w_stride, int n_rows, int64_t b0, int64_t count, InterleavedBlock* out) {
+void interleave_rows(const uint8_t* w, size_t w_stride, int n_rows, int64_t b0, int64_t count, InterleavedBlock* out) {
     for (int64_t i = 0; i < count; ++i) {
         InterleavedBlock& ib = out[i];
         alignas(32) uint16_t d16[kRows] = {};
@@ -81,7 +64,7 @@ void interleave(const uint8_t* w, size_t w_stride, int n_rows, int64_t b0, int64
             for (int j = 0; j < 8; ++j) {
                 const int r = 8 * half + j;
                 if (r < n_rows) {
-                    rows[j] = sub_block_weights<Block>(w + static_cast<size_t>(r) * w_stride, b0 + i, d16[r]);
+                    rows[j] = block_weights<Block>(w + static_cast<size_t>(r) * w_stride, b0 + i, d16[r]);
                 } else {
                     rows[j] = _mm256_setzero_si256();
                 }
@@ -146,55 +129,35 @@ void tokens_over_blocks(const InterleavedBlock* blocks, int64_t count, const Pac
     }
 }
 
-template <class Block, int T>
-void token_group(const InterleavedBlock* blocks, int64_t b0, int64_t count, const PackedBlock* x0, size_t x_blocks,
-                 int n_rows, float* result, size_t result_stride) {
-    const PackedBlock* x[kTokens];
-    __m512 acc[kTokens];
-    const __mmask16 rows = static_cast<__mmask16>((1u << n_rows) - 1);
-    for (int t = 0; t < T; ++t) {
-        x[t] = x0 + static_cast<size_t>(t) * x_blocks + static_cast<size_t>(b0);
-        // The rows' floats carry over from the previous blocks through the result.
-        acc[t] = b0 == 0 ? _mm512_setzero_ps()
-                         : _mm512_maskz_loadu_ps(rows, result + static_cast<size_t>(t) * result_stride);
+// The tiles of one weight type, for block_tiles.
+template <class Block>
+struct Rows16 : Lanes16 {
+    using Group = InterleavedBlock;
+    static void interleave(const uint8_t* w, size_t w_stride, int n_rows, int64_t b0, int64_t count, Group* out) {
+        interleave_rows<Block>(w, w_stride, n_rows, b0, count, out);
     }
-    tokens_over_blocks<Block, T>(blocks, count, x, acc);
-    for (int t = 0; t < T; ++t) _mm512_mask_storeu_ps(result + static_cast<size_t>(t) * result_stride, rows, acc[t]);
-}
-
-template <class Block, int T>
-void token_tail(int tokens, const InterleavedBlock* blocks, int64_t b0, int64_t count, const PackedBlock* x0,
-                size_t x_blocks, int n_rows, float* result, size_t result_stride) {
-    if constexpr (T > 0) {
-        if (tokens == T) token_group<Block, T>(blocks, b0, count, x0, x_blocks, n_rows, result, result_stride);
-        else token_tail<Block, T - 1>(tokens, blocks, b0, count, x0, x_blocks, n_rows, result, result_stride);
+    template <int T>
+    static void token_group(const Group* blocks, int64_t b0, int64_t count, const uint8_t* x0, size_t x_stride,
+                            int n_rows, float* result, size_t result_stride) {
+        const PackedBlock* x[kTokens];
+        __m512 acc[kTokens];
+        const __mmask16 rows = static_cast<__mmask16>((1u << n_rows) - 1);
+        for (int t = 0; t < T; ++t) {
+            x[t] = reinterpret_cast<const PackedBlock*>(x0 + static_cast<size_t>(t) * x_stride) + b0;
+            // The rows' floats carry over from the previous blocks through the result.
+            acc[t] = b0 == 0 ? _mm512_setzero_ps()
+                             : _mm512_maskz_loadu_ps(rows, result + static_cast<size_t>(t) * result_stride);
+        }
+        tokens_over_blocks<Block, T>(blocks, count, x, acc);
+        for (int t = 0; t < T; ++t) _mm512_mask_storeu_ps(result + static_cast<size_t>(t) * result_stride, rows, acc[t]);
     }
-}
+};
 
 template <class Block>
 void rows16_tiles(int64_t n, int64_t n_rows, int64_t n_tokens, float* result, size_t result_stride, const void* w,
                   size_t w_stride, const std::byte* packed) {
-    const int64_t nb = n / kQK8_0;
-    const auto* wb = static_cast<const uint8_t*>(w);
-    const auto* xp = reinterpret_cast<const PackedBlock*>(packed);
-    InterleavedBlock blocks[kMaxBlocks];
-    for (int64_t r = 0; r < n_rows; r += kRows) {
-        const int rows = static_cast<int>(std::min<int64_t>(kRows, n_rows - r));
-        for (int64_t b0 = 0; b0 < nb; b0 += kMaxBlocks) {
-            const int64_t count = std::min(kMaxBlocks, nb - b0);
-            interleave<Block>(wb + static_cast<size_t>(r) * w_stride, w_stride, rows, b0, count, blocks);
-            int64_t t = 0;
-            for (; t + kTokens <= n_tokens; t += kTokens)
-                token_group<Block, kTokens>(blocks, b0, count, xp + static_cast<size_t>(t * nb), static_cast<size_t>(nb), rows,
-                                     result + static_cast<size_t>(t) * result_stride + static_cast<size_t>(r),
-                                     result_stride);
-            if (t < n_tokens)
-                token_tail<Block, kTokens - 1>(static_cast<int>(n_tokens - t), blocks, b0, count,
-                                        xp + static_cast<size_t>(t * nb), static_cast<size_t>(nb), rows,
-                                        result + static_cast<size_t>(t) * result_stride + static_cast<size_t>(r),
-                                        result_stride);
-        }
-    }
+    lanes::block_tiles<Rows16<Block>>(n, n_rows, n_tokens, result, result_stride, w, w_stride, packed,
+                                      static_cast<size_t>(n / kQK8_0) * sizeof(PackedBlock));
 }
 
 }  // namespace

@@ -29,7 +29,7 @@
 #include "core/half.h"
 #include "quant/avx2_blocks.h"
 #include "quant/avx2_kquant_levels.h"
-#include "quant/row_lane_kquant_tiles.h"
+#include "quant/row_lane_tiles.h"
 #include "quant/gcc_avx512_warnings.h"
 
 namespace inlay::quant::detail {
@@ -37,7 +37,7 @@ namespace {
 
 using namespace avx2;
 
-// The tiles' shape (row_lane_kquant_tiles.h runs them).
+// The tiles' shape (row_lane_tiles.h runs them).
 struct Lanes16 {
     static constexpr int kRows = 16;
     static constexpr int64_t kChunkBlocks = 4;  // super-blocks regrouped at a time
