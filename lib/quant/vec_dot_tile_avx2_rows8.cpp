@@ -108,7 +108,8 @@ void accumulate(const InterleavedBlock* groups, int64_t count, const BlockQ8_0* 
     __m256i dot[T];
     if constexpr (std::is_same_v<Block, BlockQ1_0>) {
         for (int64_t i = 0; i < count; i += 4) {
-            __m256 block[T];
+            __m256 block[T];  // set at p == 0 (a product, not a sum): zero only for the compiler's sake
+            for (int t = 0; t < T; ++t) block[t] = _mm256_setzero_ps();
             for (int p = 0; p < 4; ++p) {
                 block_dots<Block, T>(groups[i + p], x, i + p, dot);
                 for (int t = 0; t < T; ++t) {

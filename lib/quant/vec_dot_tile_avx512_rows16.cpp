@@ -97,7 +97,8 @@ void tokens_over_blocks(const InterleavedBlock* blocks, int64_t count, const Pac
                         __m512 (&acc)[kTokens]) {
     if constexpr (std::is_same_v<Block, BlockQ1_0>) {
         for (int64_t i = 0; i < count; i += 4) {
-            __m512 block[T];
+            __m512 block[T];  // set at p == 0 (a product, not a sum): zero only for the compiler's sake
+            for (int t = 0; t < T; ++t) block[t] = _mm512_setzero_ps();
             for (int p = 0; p < 4; ++p) {
                 const InterleavedBlock& ib = blocks[i + p];
                 __m512i quads[8];
