@@ -18,6 +18,17 @@ inline float hsum(__m256 v) {
     return _mm_cvtss_f32(s);
 }
 
+// hsum of four vectors at once: lane k is hsum(v[k]) bitwise, the same additions paired
+// the same way (lo + hi, then (0 + 2) + (1 + 3)), with the four rows transposed.
+inline __m128 hsum4(__m256 a, __m256 b, __m256 c, __m256 d) {
+    const __m256 ac = _mm256_add_ps(_mm256_permute2f128_ps(a, c, 0x20), _mm256_permute2f128_ps(a, c, 0x31));
+    const __m256 bd = _mm256_add_ps(_mm256_permute2f128_ps(b, d, 0x20), _mm256_permute2f128_ps(b, d, 0x31));
+    // Per 128-bit half: (a0 + a2, b0 + b2, a1 + a3, b1 + b3 | the same for c, d).
+    const __m256 s = _mm256_add_ps(_mm256_unpacklo_ps(ac, bd), _mm256_unpackhi_ps(ac, bd));
+    const __m128 lo = _mm256_castps256_ps128(s), hi = _mm256_extractf128_ps(s, 1);
+    return _mm_add_ps(_mm_movelh_ps(lo, hi), _mm_movehl_ps(hi, lo));
+}
+
 inline int32_t hsum(__m256i v) {
     __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
     s = _mm_add_epi32(s, _mm_shuffle_epi32(s, _MM_SHUFFLE(1, 0, 3, 2)));
