@@ -237,7 +237,7 @@ TEST_CASE("attention's batched scores equal dot8 per row, f32 and f16 keys", "[a
     std::mt19937 rng(31);
     std::uniform_real_distribution<float> u(-3.0f, 3.0f);
     for (int64_t n : {int64_t{64}, int64_t{128}, int64_t{80}}) {
-        for (int64_t n_k : {int64_t{1}, int64_t{3}, int64_t{4}, int64_t{7}, int64_t{16}}) {
+        for (int64_t n_k : {int64_t{1}, int64_t{3}, int64_t{4}, int64_t{7}, int64_t{8}, int64_t{13}, int64_t{16}}) {
             const int64_t stride = n + 8;  // padded rows
             std::vector<float> q(static_cast<size_t>(n)), k(static_cast<size_t>(stride * n_k));
             std::vector<uint16_t> kh(k.size());

@@ -23,6 +23,7 @@
 #elif defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
 #include <immintrin.h>
 #define INLAY_ATTN_AVX2 1
+#include "quant/simd_avx2.h"
 #endif
 
 namespace inlay::attn_simd {
@@ -186,8 +187,9 @@ inline float dot8(const float* q, const uint16_t* k, int64_t n) {
 
 // dot8(q, k) for n_k rows of k (`stride` elements apart): out[s] = dot8(q, k + s * stride, n).
 // With AVX-512 two rows share each vector, row s's eight lanes in the low half and row
-// s+1's in the high one, two such pairs at a time: per lane the same fused multiply-adds
-// in the same order, and per half the same reduction, so every value equals dot8's.
+// s+1's in the high one, four such pairs at a time (then two): per lane the same fused
+// multiply-adds in the same order, and per half the same reduction, so every value equals
+// dot8's. Four accumulators keep four chains of dependent multiply-adds in flight.
 #if INLAY_ATTN_AVX512
 inline __m512 pair_rows(const float* a, const float* b) {
     return _mm512_insertf32x8(_mm512_castps256_ps512(_mm256_loadu_ps(a)), _mm256_loadu_ps(b), 1);
@@ -206,9 +208,32 @@ inline void reduce_pair(__m512 acc, float* out) {
     out[0] = _mm512_cvtss_f32(r);
     out[1] = _mm_cvtss_f32(_mm512_extractf32x4_ps(r, 2));
 }
+// dot8's reduction of the eight rows in four paired vectors (rows 2j and 2j + 1 in a[j]),
+// side by side: each 256-bit half's 128-bit halves added, then lanes 0 + 2 and 1 + 3,
+// then those two; row s's sum in lane s.
+inline __m256 reduce_pairs4(const __m512 (&a)[4]) {
+    // [rows 0..3 | 4..7]'s 128-bit sums, one row per 128-bit quarter.
+    const __m512 lo = _mm512_add_ps(_mm512_shuffle_f32x4(a[0], a[1], 0x88), _mm512_shuffle_f32x4(a[0], a[1], 0xDD));
+    const __m512 hi = _mm512_add_ps(_mm512_shuffle_f32x4(a[2], a[3], 0x88), _mm512_shuffle_f32x4(a[2], a[3], 0xDD));
+    // Per quarter q: [row q lanes 0 + 2, 1 + 3, row q + 4 lanes 0 + 2, 1 + 3].
+    const __m512 d = _mm512_add_ps(_mm512_shuffle_ps(lo, hi, 0x44), _mm512_shuffle_ps(lo, hi, 0xEE));
+    // Per quarter q: [row q, row q + 4, row q, row q + 4].
+    const __m512 e = _mm512_add_ps(_mm512_shuffle_ps(d, d, 0x88), _mm512_shuffle_ps(d, d, 0xDD));
+    return _mm512_castps512_ps256(_mm512_permutexvar_ps(_mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 0, 0, 0, 0, 0, 0, 0, 0), e));
+}
 template <class T>
 inline void dots8(const float* q, const T* k, int64_t stride, int64_t n_k, int64_t n, float* out) {
     int64_t s = 0;
+    for (; s + 8 <= n_k; s += 8) {  // four chains of multiply-adds in flight
+        const T* k0 = k + s * stride;
+        __m512 a[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
+        for (int64_t i = 0; i < n; i += 8) {
+            const __m512 qv = _mm512_broadcast_f32x8(_mm256_loadu_ps(q + i));
+            for (int j = 0; j < 4; ++j)
+                a[j] = _mm512_fmadd_ps(qv, pair_rows(k0 + 2 * j * stride + i, k0 + (2 * j + 1) * stride + i), a[j]);
+        }
+        _mm256_storeu_ps(out + s, reduce_pairs4(a));
+    }
     for (; s + 4 <= n_k; s += 4) {
         const T* k0 = k + s * stride;
         __m512 a = _mm512_setzero_ps(), b = _mm512_setzero_ps();
@@ -219,6 +244,26 @@ inline void dots8(const float* q, const T* k, int64_t stride, int64_t n_k, int64
         }
         reduce_pair(a, out + s);
         reduce_pair(b, out + s + 2);
+    }
+    for (; s < n_k; ++s) out[s] = dot8(q, k + s * stride, n);
+}
+#elif INLAY_ATTN_AVX2
+// Four rows of k at a time, one accumulator each (four chains in flight where one row's
+// dot is a single chain of dependent multiply-adds), reduced side by side by hsum4, whose
+// pairings are dot8's: every value equals dot8's.
+inline __m256 load8(const float* p) { return _mm256_loadu_ps(p); }
+inline __m256 load8(const uint16_t* p) { return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))); }
+template <class T>
+inline void dots8(const float* q, const T* k, int64_t stride, int64_t n_k, int64_t n, float* out) {
+    int64_t s = 0;
+    for (; s + 4 <= n_k; s += 4) {
+        const T* k0 = k + s * stride;
+        __m256 a[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
+        for (int64_t i = 0; i < n; i += 8) {
+            const __m256 qv = _mm256_loadu_ps(q + i);
+            for (int j = 0; j < 4; ++j) a[j] = _mm256_fmadd_ps(qv, load8(k0 + j * stride + i), a[j]);
+        }
+        _mm_storeu_ps(out + s, quant::simd::hsum4(a[0], a[1], a[2], a[3]));
     }
     for (; s < n_k; ++s) out[s] = dot8(q, k + s * stride, n);
 }

@@ -14,6 +14,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <type_traits>
 
 #include "backend/common/op_checks.h"
 #include "backend/cpu/attention_simd.h"
@@ -107,8 +108,13 @@ static_assert(kMaxRows % kWidth == 0);
 
 // NV vectors of the f16-rounded V accumulators of NR rows (r0...), held in registers.
 // Rows advance together so that their rounding chains overlap; NR and NV only decide
-// which lanes run side by side, never a lane's arithmetic.
-template <int NR, int NV, class T>
+// which lanes run side by side, never a lane's arithmetic. Each step of a chain is a
+// fused multiply-add and a round trip through f16 (about 14 cycles of latency), so a
+// core needs a dozen chains in flight to keep its converters busy. With StreamV the V
+// vectors are read by every row's multiply-add from the converted chunk (L1) instead of
+// being held, which leaves the registers to accumulators: 16 vector registers then hold
+// 12 chains (with V held: 8, and latency bound).
+template <int NR, int NV, bool StreamV, class T>
 inline void update_f16(float* acc, const T* vs, const ChunkWeights& w, int64_t r0, int64_t hdp, int64_t i) {
     vf a[NR][NV];
     const float* e[NR];
@@ -122,15 +128,19 @@ inline void update_f16(float* acc, const T* vs, const ChunkWeights& w, int64_t r
         for (int j = 0; j < NV; ++j) a[k][j] = vload(acc + (r0 + k) * hdp + i + j * kWidth);
     }
     for (int64_t s = 0; s < n; ++s) {
-        vf v[NV];
-        for (int j = 0; j < NV; ++j) v[j] = vload_kv(vs + s * hdp + i + j * kWidth);
+        vf v[StreamV ? 1 : NV];
+        if constexpr (!StreamV)
+            for (int j = 0; j < NV; ++j) v[j] = vload_kv(vs + s * hdp + i + j * kWidth);
         for (int k = 0; k < NR; ++k) {
             if (s >= w.n[r0 + k]) continue;
+            const T* vk = vs + s * hdp + i;
+            if constexpr (StreamV) asm("" : "+r"(vk));  // one load per use: not merged across rows into registers
+            auto vj = [&](int j) { return StreamV ? vload_kv(vk + j * kWidth) : v[j]; };
             const vf ek = vset1(e[k][s * step]);
             if (grew[k][s * step] != 0.0f) {  // a new running max: rescale, then add v with weight 1
-                for (int j = 0; j < NV; ++j) a[k][j] = vround_f16(vfma(v[j], vset1(1.0f), vround_f16(vmul(a[k][j], ek))));
+                for (int j = 0; j < NV; ++j) a[k][j] = vround_f16(vfma(vj(j), vset1(1.0f), vround_f16(vmul(a[k][j], ek))));
             } else {
-                for (int j = 0; j < NV; ++j) a[k][j] = vround_f16(vfma(v[j], ek, a[k][j]));
+                for (int j = 0; j < NV; ++j) a[k][j] = vround_f16(vfma(vj(j), ek, a[k][j]));
             }
         }
     }
@@ -142,10 +152,15 @@ template <int NV, class T>
 void update_rows_f16(float* acc, const T* vs, const ChunkWeights& w, int64_t n_rows, int64_t hdp, int64_t i) {
     int64_t r = 0;
 #if INLAY_ATTN_AVX512  // 32 vector registers: 4 rows x 4 vectors stay in them
-    for (; r + 4 <= n_rows; r += 4) update_f16<4, NV>(acc, vs, w, r, hdp, i);
+    for (; r + 4 <= n_rows; r += 4) update_f16<4, NV, false>(acc, vs, w, r, hdp, i);
+#elif INLAY_ATTN_AVX2
+    if constexpr (std::is_same_v<T, float>) {  // a converted chunk: 12 chains
+        constexpr int kRows = 12 / NV;
+        for (; r + kRows <= n_rows; r += kRows) update_f16<kRows, NV, true>(acc, vs, w, r, hdp, i);
+    }
 #endif
-    for (; r + 2 <= n_rows; r += 2) update_f16<2, NV>(acc, vs, w, r, hdp, i);
-    for (; r < n_rows; ++r) update_f16<1, NV>(acc, vs, w, r, hdp, i);
+    for (; r + 2 <= n_rows; r += 2) update_f16<2, NV, false>(acc, vs, w, r, hdp, i);
+    for (; r < n_rows; ++r) update_f16<1, NV, false>(acc, vs, w, r, hdp, i);
 }
 
 // The f16 cache follows llama.cpp's CPU flash attention, which rounds where it does so
