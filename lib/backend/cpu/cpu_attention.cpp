@@ -131,6 +131,7 @@ inline void update_f16(float* acc, const T* vs, const ChunkWeights& w, int64_t r
         vf v[StreamV ? 1 : NV];
         if constexpr (!StreamV)
             for (int j = 0; j < NV; ++j) v[j] = vload_kv(vs + s * hdp + i + j * kWidth);
+#pragma GCC unroll 16  // a[k][j] in registers: GCC 12 left the six-row loop rolled, with a[] on the stack
         for (int k = 0; k < NR; ++k) {
             if (s >= w.n[r0 + k]) continue;
             const T* vk = vs + s * hdp + i;
