@@ -154,8 +154,11 @@ void Engine::plan_speculation_locked(Entry& e, int64_t budget, int64_t rows, int
                               options_.step_tokens / 2 - spec_tokens_planned_});
     if (limit <= 0) return;
 
+    // What 1..limit proposals would add to this step's pass (of n_decode decode tokens).
     SpeculationCosts costs;
-    costs.verify_token = step_cost_.token_ratio(n_decode);
+    costs.verify.resize(static_cast<size_t>(std::min<int64_t>(limit, req.policy_->n_max())) + 1);
+    for (size_t k = 1; k < costs.verify.size(); ++k)
+        costs.verify[k] = step_cost_.added_ratio(n_decode, static_cast<int64_t>(k));
     DraftContext* ctx = seq.draft_;
     if (seq.spec_.mode == SpeculationOptions::Mode::draft_model) {
         if (!ctx) return;

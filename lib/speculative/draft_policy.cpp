@@ -13,9 +13,25 @@ DraftPolicy::DraftPolicy(int32_t n_max, int32_t n_min, double prior_acceptance)
 
 double DraftPolicy::acceptance() const { return successes_ / (successes_ + failures_); }
 
+SpeculationCosts SpeculationCosts::linear(double verify_token, double draft_token, int32_t k_max) {
+    SpeculationCosts c;
+    c.draft_token = draft_token;
+    c.verify.resize(static_cast<size_t>(std::max<int32_t>(1, k_max)) + 1);
+    for (size_t k = 0; k < c.verify.size(); ++k) c.verify[k] = verify_token * static_cast<double>(k);
+    return c;
+}
+
+double SpeculationCosts::verify_cost(int32_t k) const {
+    if (k <= 0 || verify.empty()) return 0.0;
+    const auto last = static_cast<int32_t>(verify.size()) - 1;
+    if (k <= last) return verify[static_cast<size_t>(k)];
+    const double per_token = last > 0 ? verify.back() / static_cast<double>(last) : 0.0;
+    return verify.back() + per_token * static_cast<double>(k - last);
+}
+
 double DraftPolicy::gain(double a, int32_t k, const SpeculationCosts& costs) {
     const double expected = a >= 1.0 ? static_cast<double>(k + 1) : (1.0 - std::pow(a, k + 1)) / (1.0 - a);
-    return expected / (1.0 + static_cast<double>(k) * (costs.verify_token + costs.draft_token));
+    return expected / (1.0 + costs.verify_cost(k) + static_cast<double>(k) * costs.draft_token);
 }
 
 int32_t DraftPolicy::next(const SpeculationCosts& costs, int32_t limit) {

@@ -3,8 +3,9 @@
 // Verifying k draft tokens costs one target pass over k+1 tokens plus, with a draft
 // model, k draft passes; it yields 1 + (accepted tokens). With a per-token acceptance
 // rate a, the expected yield of k proposals is (1 - a^(k+1)) / (1 - a) tokens, against a
-// cost of 1 + k * c target decode steps, c being the cost of one more verified token plus
-// one drafted token relative to a decode step (SpeculationCosts). The policy proposes the
+// cost of 1 + v(k) + k * d target decode steps, v(k) being what k more tokens add to the
+// target's pass and d one draft pass, relative to a decode step (SpeculationCosts; v is
+// measured per pass size, far from linear on a CPU). The policy proposes the
 // k in [1, n_max] with the best yield per cost, and nothing when even that is no gain; then
 // it probes with k = 1 now and again (less often while probes keep failing), so a
 // sequence whose text becomes predictable gets speculation back. When the costs rule
@@ -23,12 +24,19 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 namespace inlay {
 
 struct SpeculationCosts {
-    double verify_token = 0.1;  // one more token in the target's pass, in target decode steps
-    double draft_token = 0.0;   // one draft pass, in target decode steps (0: prompt lookup)
+    // verify[k]: what k more tokens add to the target's pass, in target decode steps
+    // (verify[0] = 0); past the table, its last entry's cost per token.
+    std::vector<double> verify;
+    double draft_token = 0.0;  // one draft pass, in target decode steps (0: prompt lookup)
+
+    // Every further token in the target's pass costing `verify_token`.
+    static SpeculationCosts linear(double verify_token, double draft_token, int32_t k_max = 64);
+    [[nodiscard]] double verify_cost(int32_t k) const;
 };
 
 class DraftPolicy {

@@ -12,6 +12,11 @@ void StepCostModel::add(int64_t tokens, double seconds) {
     nn_ = nn_ * kForget + n * n;
     t_ = t_ * kForget + seconds;
     nt_ = nt_ * kForget + n * seconds;
+    if (tokens <= kTracked) {
+        const auto i = static_cast<size_t>(tokens);
+        w_at_[i] = w_at_[i] * kForgetSize + 1.0;
+        t_at_[i] = t_at_[i] * kForgetSize + seconds;
+    }
 }
 
 double StepCostModel::variance() const {
@@ -23,28 +28,53 @@ double StepCostModel::variance() const {
 bool StepCostModel::fitted() const { return variance() > 0.25; }  // sizes that differ by about a token or more
 
 double StepCostModel::per_token_seconds() const {
+    if (!fitted()) return fallback_ * line_seconds(1);
     const double mean_n = n_ / w_;
     const double mean_t = t_ / w_;
     return std::max(0.0, (nt_ / w_ - mean_n * mean_t) / variance());
 }
 
-double StepCostModel::decode_seconds() const {
+double StepCostModel::line_seconds(int64_t tokens) const {
     if (w_ <= 0.0) return 0.0;
     const double mean_n = n_ / w_;
     const double mean_t = t_ / w_;
+    const auto n = static_cast<double>(tokens);
     // Unfitted: every pass priced as a decode step plus fallback_ per further token.
-    if (!fitted()) return mean_t / (1.0 + fallback_ * std::max(0.0, mean_n - 1.0));
+    if (!fitted()) return mean_t / (1.0 + fallback_ * std::max(0.0, mean_n - 1.0)) * (1.0 + fallback_ * (n - 1.0));
     const double per_token = per_token_seconds();
-    return std::max(mean_t - per_token * (mean_n - 1.0), 1e-9);
+    const double decode = std::max(mean_t - per_token * (mean_n - 1.0), 1e-9);
+    return decode + per_token * (n - 1.0);
 }
 
-double StepCostModel::token_ratio(int64_t batch_tokens) const {
-    const double n = static_cast<double>(std::max<int64_t>(1, batch_tokens));
-    if (!fitted()) return std::clamp(n * fallback_ / (1.0 + fallback_ * (n - 1.0)), 0.0, 1.0);
-    const double per_token = per_token_seconds();
-    const double fixed = std::max(0.0, decode_seconds() - per_token);
-    const double pass = fixed + per_token * n;
-    return pass > 0.0 ? std::clamp(n * per_token / pass, 0.0, 1.0) : 0.0;
+double StepCostModel::decode_seconds() const { return pass_seconds(1); }
+
+double StepCostModel::pass_seconds(int64_t tokens) const {
+    tokens = std::max<int64_t>(1, tokens);
+    if (w_ <= 0.0) return 0.0;
+    if (seen(tokens)) return mean_at(tokens);
+    // The nearest sizes seen on either side.
+    int64_t lo = std::min(tokens, kTracked);
+    while (lo >= 1 && !seen(lo)) --lo;
+    int64_t hi = tokens + 1;
+    while (hi <= kTracked && !seen(hi)) ++hi;
+    if (lo < 1) {  // nothing seen below: the line, through the smallest size seen if any
+        if (hi > kTracked) return line_seconds(tokens);
+        return std::max(0.0, mean_at(hi) - per_token_seconds() * static_cast<double>(hi - tokens));
+    }
+    if (hi <= kTracked) {
+        const double f = static_cast<double>(tokens - lo) / static_cast<double>(hi - lo);
+        return mean_at(lo) + f * (mean_at(hi) - mean_at(lo));
+    }
+    return mean_at(lo) + per_token_seconds() * static_cast<double>(tokens - lo);  // beyond the sizes seen
+}
+
+double StepCostModel::added_ratio(int64_t batch_tokens, int64_t more) const {
+    batch_tokens = std::max<int64_t>(1, batch_tokens);
+    if (more <= 0) return 0.0;
+    const double pass = pass_seconds(batch_tokens);
+    if (!(pass > 0.0)) return fallback_ * static_cast<double>(more);
+    const double added = std::max(0.0, pass_seconds(batch_tokens + more) - pass);
+    return added / (pass / static_cast<double>(batch_tokens));
 }
 
 }  // namespace inlay

@@ -1,15 +1,29 @@
 // StepCostModel: what a forward pass costs as a function of the tokens in it, learnt from
-// the passes an engine runs: seconds = fixed + per_token * tokens, fitted by least squares
-// with exponential forgetting (recent passes weigh most; the machine's load changes).
-// Speculation asks it what one more verified token costs relative to a decode step.
+// the passes an engine runs. Speculation asks it what k more tokens in a pass cost
+// relative to a decode step.
+//
+// Two estimates, both with exponential forgetting (recent passes weigh most; the
+// machine's load changes):
+// - the time of each pass size seen up to kTracked tokens, and
+// - a straight line, seconds = fixed + per_token * tokens, fitted by least squares.
+// On a CPU the cost is far from a straight line at small sizes: the second token of a
+// pass can cost half a decode step (one-token passes stream each weight row once; a few
+// tokens take the small tiles), the sixteenth a tenth of one. A line fitted through
+// decode steps and prompt chunks prices a verification of one or two proposals at the
+// large batches' slope, which is what made speculation that lost 5-8% look like a gain.
+// So a pass's cost is read from the sizes seen, interpolated between them, and the line
+// serves only beyond them or before any were seen.
 #pragma once
 
+#include <array>
 #include <cstdint>
 
 namespace inlay {
 
 class StepCostModel {
 public:
+    static constexpr int64_t kTracked = 80;  // pass sizes timed one by one (drafts of up to 64, plus a batch)
+
     // `fallback_ratio`: the per-token share assumed until the passes seen vary enough in
     // size to tell fixed and per-token cost apart.
     explicit StepCostModel(double fallback_ratio = 0.1) : fallback_(fallback_ratio) {}
@@ -17,20 +31,25 @@ public:
     void add(int64_t tokens, double seconds);
     // Seconds of a pass of one token (a decode step); 0 before any pass.
     [[nodiscard]] double decode_seconds() const;
-    // The cost of one more token in a pass of `batch_tokens` tokens, relative to what that
-    // pass yields per sequence (its time / batch_tokens), in [0, 1]. At 1 token this is the
-    // slope over the time of a decode step; in a large batch that is already bound by
-    // compute it nears 1, and speculation stops paying.
-    [[nodiscard]] double token_ratio(int64_t batch_tokens = 1) const;
+    // Seconds of a pass of `tokens` tokens; 0 before any pass.
+    [[nodiscard]] double pass_seconds(int64_t tokens) const;
+    // The cost of `more` tokens added to a pass of `batch_tokens`, relative to what that
+    // pass yields per sequence (its time / batch_tokens): at 1 token, in decode steps.
+    [[nodiscard]] double added_ratio(int64_t batch_tokens, int64_t more) const;
     [[nodiscard]] bool fitted() const;
 
 private:
     [[nodiscard]] double variance() const;           // of the pass sizes seen
-    [[nodiscard]] double per_token_seconds() const;  // the fitted slope (fitted() only)
+    [[nodiscard]] double per_token_seconds() const;  // the fitted slope, or the fallback's
+    [[nodiscard]] double line_seconds(int64_t tokens) const;
+    [[nodiscard]] bool seen(int64_t tokens) const { return tokens >= 1 && tokens <= kTracked && w_at_[tokens] > 0.0; }
+    [[nodiscard]] double mean_at(int64_t tokens) const { return t_at_[tokens] / w_at_[tokens]; }
 
-    static constexpr double kForget = 0.97;
+    static constexpr double kForget = 0.97;     // per pass, for the line
+    static constexpr double kForgetSize = 0.8;  // per pass of that size, for its own time
     double fallback_;
     double w_ = 0, n_ = 0, nn_ = 0, t_ = 0, nt_ = 0;  // decayed sums of 1, n, n^2, t, n*t
+    std::array<double, kTracked + 1> w_at_{}, t_at_{};  // per size: decayed sums of 1 and t
 };
 
 }  // namespace inlay

@@ -11,16 +11,16 @@
 using namespace inlay;
 
 TEST_CASE("gain: expected tokens per cost", "[speculative][policy]") {
-    const SpeculationCosts free_verify{0.0, 0.0};
+    const SpeculationCosts free_verify = SpeculationCosts::linear(0.0, 0.0);
     REQUIRE(DraftPolicy::gain(0.5, 0, free_verify) == 1.0);
     REQUIRE(DraftPolicy::gain(0.5, 2, free_verify) == Approx(1.75));  // 1 + 0.5 + 0.25
     REQUIRE(DraftPolicy::gain(1.0, 3, free_verify) == Approx(4.0));
-    const SpeculationCosts costly{0.1, 0.4};
+    const SpeculationCosts costly = SpeculationCosts::linear(0.1, 0.4);
     REQUIRE(DraftPolicy::gain(0.9, 4, costly) == Approx((1 - std::pow(0.9, 5)) / 0.1 / 3.0));
 }
 
 TEST_CASE("the policy grows k with acceptance and backs off to sparse probes on rejection", "[speculative][policy]") {
-    const SpeculationCosts costs{0.05, 0.1};
+    const SpeculationCosts costs = SpeculationCosts::linear(0.05, 0.1);
     DraftPolicy p(8);
     for (int i = 0; i < 4; ++i) REQUIRE(p.next(costs, 100) == 0);  // plain steps measured first
     for (int i = 0; i < 20; ++i) {
@@ -53,7 +53,7 @@ TEST_CASE("the policy grows k with acceptance and backs off to sparse probes on 
 }
 
 TEST_CASE("no probes when costs rule speculation out; n_min forces proposals", "[speculative][policy]") {
-    const SpeculationCosts hopeless{0.9, 0.9};  // a proposal costs more than a decode step
+    const SpeculationCosts hopeless = SpeculationCosts::linear(0.9, 0.9);  // a proposal costs more than a decode step
     DraftPolicy p(8);
     for (int step = 0; step < 500; ++step) REQUIRE(p.next(hopeless, 100) == 0);
     DraftPolicy forced(8, 3);
@@ -61,36 +61,67 @@ TEST_CASE("no probes when costs rule speculation out; n_min forces proposals", "
     REQUIRE(forced.next(hopeless, 100) == 3);
     REQUIRE(forced.next(hopeless, 2) == 2);
     forced.record(3, 3);
-    REQUIRE(forced.next(SpeculationCosts{0.0, 0.0}, 100) == 8);
+    REQUIRE(forced.next(SpeculationCosts::linear(0.0, 0.0), 100) == 8);
 }
 
 TEST_CASE("the step cost model fits fixed and per-token cost", "[speculative][cost]") {
     StepCostModel m(0.1);
     REQUIRE_FALSE(m.fitted());
     REQUIRE(m.decode_seconds() == 0.0);
-    REQUIRE(m.token_ratio() == Approx(0.1));
+    REQUIRE(m.added_ratio(1, 1) == Approx(0.1));
     // Passes of 1, 3 and 8 tokens costing 2 ms + 0.5 ms per token.
     for (int i = 0; i < 30; ++i)
         for (const int64_t n : {1, 3, 8}) m.add(n, 0.002 + 0.0005 * static_cast<double>(n));
     REQUIRE(m.fitted());
     REQUIRE(m.decode_seconds() == Approx(0.0025).epsilon(1e-6));
-    REQUIRE(m.token_ratio(1) == Approx(0.2).epsilon(1e-6));  // 0.5 / 2.5
+    REQUIRE(m.added_ratio(1, 1) == Approx(0.2).epsilon(1e-6));  // 0.5 / 2.5
+    REQUIRE(m.added_ratio(1, 4) == Approx(0.8).epsilon(1e-6));
     // In a batch of 16 tokens a token costs 0.5 of the 10 ms pass's 0.625 ms per token.
-    REQUIRE(m.token_ratio(16) == Approx(16 * 0.0005 / (0.002 + 16 * 0.0005)).epsilon(1e-6));
+    REQUIRE(m.added_ratio(16, 1) == Approx(16 * 0.0005 / (0.002 + 16 * 0.0005)).epsilon(1e-6));
+    REQUIRE(m.pass_seconds(100) == Approx(0.052).epsilon(1e-6));  // past the sizes timed: the line
     // Only decode steps: not fitted, priced with the fallback.
     StepCostModel d(0.1);
     for (int i = 0; i < 10; ++i) d.add(1, 0.003);
     REQUIRE_FALSE(d.fitted());
     REQUIRE(d.decode_seconds() == Approx(0.003));
+    REQUIRE(d.added_ratio(1, 2) == Approx(0.2));
     // Nonsense is ignored.
     d.add(0, 1.0);
     d.add(1, -1.0);
     REQUIRE(d.decode_seconds() == Approx(0.003));
 }
 
+TEST_CASE("the step cost model prices small passes by the sizes it has timed", "[speculative][cost]") {
+    // As on a CPU: the second token costs half a decode step, the sixteenth far less. A
+    // line through these points would price one more token at ~0.2 decode steps.
+    StepCostModel m(0.1);
+    for (int i = 0; i < 20; ++i) {
+        m.add(1, 0.002);
+        m.add(2, 0.003);
+        m.add(6, 0.004);
+        m.add(16, 0.006);
+    }
+    REQUIRE(m.decode_seconds() == Approx(0.002));
+    REQUIRE(m.pass_seconds(2) == Approx(0.003));
+    REQUIRE(m.pass_seconds(4) == Approx(0.0035));  // between 2 and 6
+    REQUIRE(m.added_ratio(1, 1) == Approx(0.5));
+    REQUIRE(m.added_ratio(1, 3) == Approx(0.75));
+    REQUIRE(m.added_ratio(2, 4) == Approx((0.004 - 0.003) / 0.0015));  // batch of 2: per sequence 1.5 ms
+    REQUIRE(m.pass_seconds(20) > m.pass_seconds(16));  // beyond: the fitted slope
+    // The policy sees it: at 50% acceptance one proposal yields 1.5 tokens for 1.5 steps.
+    SpeculationCosts costs;
+    costs.verify.resize(9);
+    for (size_t k = 1; k < costs.verify.size(); ++k) costs.verify[k] = m.added_ratio(1, static_cast<int64_t>(k));
+    REQUIRE(DraftPolicy::gain(0.5, 1, costs) == Approx(1.0));
+    REQUIRE(costs.verify_cost(12) == Approx(costs.verify[8] * 1.5));  // past the table: its last cost per token
+    // A size timed again moves towards its new cost (the load changed).
+    for (int i = 0; i < 10; ++i) m.add(2, 0.0025);
+    REQUIRE(m.pass_seconds(2) < 0.0026);
+}
+
 TEST_CASE("speculation that measures no faster than plain decoding is vetoed, then measured again",
           "[speculative][policy]") {
-    const SpeculationCosts cheap{0.0, 0.0};  // the cost model says it pays
+    const SpeculationCosts cheap = SpeculationCosts::linear(0.0, 0.0);  // the cost model says it pays
     DraftPolicy p(4);
     for (int i = 0; i < 4; ++i) {
         REQUIRE(p.next(cheap, 100) == 0);
