@@ -123,6 +123,7 @@ int register_all() {
         auto* bm =
             benchmark::RegisterBenchmark(("vec_dot_tile/" + std::string(inlay::dtype_name(t))).c_str(), bm_vec_dot_tile, t)
                 ->Args({576, 1536, 1})
+                ->Args({576, 1536, 2})  // a decode token and one proposal, or two sequences
                 ->Args({576, 1536, 4})
                 ->Args({576, 1536, 8})
                 ->Args({576, 1536, 16})
