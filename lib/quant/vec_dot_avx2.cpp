@@ -339,8 +339,8 @@ VecDotFn avx2_kernel(DType weight) {
 // Q4_0 and Q1_0 keep their groups: their single-row kernels are bound by arithmetic
 // (nibble unpacking; 1-bit expansion) and lose more than the memory side gains. F32 keeps
 // two (no difference beyond the noise).
-// Q5_0 with AVX-512 (its levels one masked add, see avx2_blocks.h) is bound by arithmetic
-// as Q4_0 is: groups of eight rows share each activation block and its offset term.
+// Q5_0 is bound by arithmetic as Q4_0 is: groups of eight rows share each activation
+// block and its offset term (with AVX-512 its levels are one masked add, avx2_blocks.h).
 // Measured on the 2-core Sapphire Rapids (bench_kernels vec_dot_rows, one thread):
 // 576 x 1536 4.6 -> 10.0 GB/s, 4096 x 4096 4.9 -> 8.6, 151936 x 1024 4.7 -> 7.1 (the
 // new levels and the groups together; the new levels with single rows: 7.2, 5.4, 6.1).
@@ -353,11 +353,11 @@ VecDotFn avx2_kernel(DType weight) {
 // groups there, even so: 37 GB/s in L2 against 21, but 15-18 from DRAM against 19-20;
 // pairs 23.7 / 21.7-22.5 (short rows) / 18.5-20.2 (long rows) against 21 / 18-19 / 18-19,
 // fours 26 in L2 but 13.5-15 for long rows from DRAM: Q8_0 takes pairs.
-#if defined(__AVX512BW__) && defined(__AVX512VL__)
+// Without AVX-512 (levels by shuffle and or) Q5_0 is bound by arithmetic all the more:
+// x86-64-v3 build on the Zen 4 (2026-12-05), one thread, groups of eight against single
+// rows: 576 x 1536 13.8 against 8.1 GB/s, 4096 x 4096 13.7 / 8.0, 151936 x 1024 12.9 /
+// 7.8, 16384 x 4096 12.1 / 8.3.
 constexpr VecDotRowsFn kQ5RowGroup = row_groups<8, dot_block_sums<BlockQ5_0, 8>, dot_block_sums<BlockQ5_0, 1>>;
-#else
-constexpr VecDotRowsFn kQ5RowGroup = row_groups<1, dot_block_sums<BlockQ5_0, 1>, dot_block_sums<BlockQ5_0, 1>>;
-#endif
 
 VecDotRowsFn avx2_rows_kernel(DType weight) {
     switch (weight) {
