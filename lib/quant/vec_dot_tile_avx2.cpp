@@ -359,7 +359,7 @@ constexpr int kBlockSumTokens = kWideRegisters ? 3 : 2;
 template <DType Type>
 VecDotTileFn float16_tiles() {
     if constexpr (kWideRegisters) return tiles<FloatTile<Type>, kFloat16Rows, kFloat16Tokens>;
-    else return tiles<HalfFloatTile<Type>, kHalfFloatRows, kHalfFloatTokens>;
+    else return tiles_token_chunks<HalfFloatTile<Type>, kHalfFloatRows, kHalfFloatTokens>;
 }
 
 }  // namespace

@@ -533,19 +533,6 @@ void kquant_tiles(int64_t n, int64_t n_rows, int64_t n_tokens, float* result, si
     tiles<Tile, 2, 8>(n, n_rows, n_tokens, result, result_stride, w, w_stride, x, x_stride);
 }
 
-// tiles<K, R, T> with the tokens in chunks: each chunk's f32 activations (kTokenChunk x
-// n floats) stay in L2 while every row group of the call passes over them, where all
-// the tokens' would not (512 tokens of 1536 floats are 3 MiB).
-template <class K, int R, int T>
-void tiles_token_chunks(int64_t n, int64_t n_rows, int64_t n_tokens, float* result, size_t result_stride,
-                        const void* w, size_t w_stride, const void* x, size_t x_stride) {
-    constexpr int64_t kTokenChunk = 16 * T;
-    const auto* xb = static_cast<const uint8_t*>(x);
-    for (int64_t t = 0; t < n_tokens; t += kTokenChunk)
-        tiles<K, R, T>(n, n_rows, std::min(kTokenChunk, n_tokens - t), result + static_cast<size_t>(t) * result_stride,
-                       result_stride, w, w_stride, xb + static_cast<size_t>(t) * x_stride, x_stride);
-}
-
 }  // namespace
 
 // 8 rows x 3 tokens: a group's eight weight rows stay in L1 for a chunk of 48 tokens, so
