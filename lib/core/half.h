@@ -71,7 +71,8 @@ inline float f16_to_f32(uint16_t h) {
 
 inline uint16_t f32_to_f16(float f) {
 #if defined(__F16C__)
-    return static_cast<uint16_t>(_cvtss_sh(f, _MM_FROUND_TO_NEAREST_INT));
+    // _cvtss_sh is a macro with a compound literal in clang's headers (-Wc99-extensions).
+    return static_cast<uint16_t>(_mm_extract_epi16(_mm_cvtps_ph(_mm_set_ss(f), _MM_FROUND_TO_NEAREST_INT), 0));
 #else
     return f32_to_f16_portable(f);
 #endif

@@ -179,7 +179,6 @@ void dot_block_sums(int64_t n, float* result, const uint8_t* w, size_t stride, c
 // 32 bits are a byte mask (bit i selects byte i): a mask load and one masked move,
 // instead of a shuffle, two ands and a compare per row and sub-block.
 #if defined(__AVX512BW__) && defined(__AVX512VL__)
-constexpr int kQ1Rows = 8;  // rows per group: 32 vector registers hold 8 rows' sums
 struct Q1Bits {
     const uint8_t* qs = nullptr;
     void load(const BlockQ1_0& b) { qs = b.qs; }
