@@ -132,6 +132,10 @@ inline vf vexp(vf x) {
 }
 #endif
 
+// A K/V element as f32, from an f32 row (converted in scratch) or an f16 one (the cache).
+inline vf vload_kv(const float* p) { return vload(p); }
+inline vf vload_kv(const uint16_t* p) { return vload_f16(p); }
+
 #if INLAY_ATTN_AVX512 || INLAY_ATTN_AVX2
 // exp of every lane, the same operations on both widths: x = n ln2 + r with n rounded,
 // ln 2 in two parts so n * ln2_hi is exact, the polynomial in r, times 2^n.
@@ -251,8 +255,6 @@ inline void dots8(const float* q, const T* k, int64_t stride, int64_t n_k, int64
 // Four rows of k at a time, one accumulator each (four chains in flight where one row's
 // dot is a single chain of dependent multiply-adds), reduced side by side by hsum4, whose
 // pairings are dot8's: every value equals dot8's.
-inline __m256 load8(const float* p) { return _mm256_loadu_ps(p); }
-inline __m256 load8(const uint16_t* p) { return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))); }
 template <class T>
 inline void dots8(const float* q, const T* k, int64_t stride, int64_t n_k, int64_t n, float* out) {
     int64_t s = 0;
@@ -261,7 +263,7 @@ inline void dots8(const float* q, const T* k, int64_t stride, int64_t n_k, int64
         __m256 a[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
         for (int64_t i = 0; i < n; i += 8) {
             const __m256 qv = _mm256_loadu_ps(q + i);
-            for (int j = 0; j < 4; ++j) a[j] = _mm256_fmadd_ps(qv, load8(k0 + j * stride + i), a[j]);
+            for (int j = 0; j < 4; ++j) a[j] = _mm256_fmadd_ps(qv, vload_kv(k0 + j * stride + i), a[j]);
         }
         _mm_storeu_ps(out + s, quant::simd::hsum4(a[0], a[1], a[2], a[3]));
     }

@@ -39,10 +39,6 @@ void require_batch_fits(const CpuBackend::KvStorage& kv, const CpuBackend::Batch
 // one that keeps f16-cache logits within 1e-3 of llama.cpp's refs: the f16 V accumulator
 // turns a score's last-bit difference into occasional different roundings.
 
-// A K/V element as f32: rows come converted in the item's scratch or, where converting
-// them costs more than it saves (few rows), straight from the cache; values are equal.
-inline vf vload_kv(const float* p) { return vload(p); }
-inline vf vload_kv(const uint16_t* p) { return vload_f16(p); }
 
 // f(i) over the vectors of a head (hdp floats) as f.template operator()<NV>(i) with NV
 // vectors from element i: groups of four, then the rest (head_dim 48: three) in one
