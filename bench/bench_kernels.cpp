@@ -88,6 +88,7 @@ void bm_vec_dot_tile(benchmark::State& state, DType type) {
         benchmark::ClobberMemory();
     }
     state.SetItemsProcessed(state.iterations() * rows * tokens);
+    state.SetBytesProcessed(state.iterations() * rows * static_cast<int64_t>(w.row_bytes));
 }
 
 void bm_quantize_activations(benchmark::State& state, DType act) {
@@ -129,6 +130,9 @@ int register_all() {
                 ->Args({576, 1536, 16})
                 ->Args({576, 1536, 128})
                 ->Args({3072, 1024, 128})
+                ->Args({151936, 1024, 1})  // from DRAM: an output layer, one token ...
+                ->Args({151936, 1024, 2})  // ... and verification passes of 1 and 4 proposals
+                ->Args({151936, 1024, 5})
                 ->Unit(benchmark::kMicrosecond);
         if (576 % inlay::dtype_traits(t).block_elems == 0)  // rows of 576 (SmolLM2's width) fit the blocks
             bm->Args({1536, 576, 128})->Args({1536, 576, 512});

@@ -123,6 +123,16 @@ inline void prefetch_rows(const void* w0, size_t stride, size_t at, size_t step)
     for (size_t o = 0; o < R * step; o += 64) _mm_prefetch(reinterpret_cast<const char*>(p + o), _MM_HINT_T0);
 }
 
+// Prefetches part [begin, end) of `parts` equal parts of the `span` bytes at p: a kernel
+// that walks a group of rows chunk by chunk asks for the next group's bytes in step with
+// its progress through its own (p may lie past the end of the matrix).
+inline void prefetch_span_part(const void* p, size_t span, int64_t begin, int64_t end, int64_t parts) {
+    const uintptr_t base = reinterpret_cast<uintptr_t>(p);
+    const size_t from = span * static_cast<size_t>(begin) / static_cast<size_t>(parts) / 64 * 64;
+    const size_t to = span * static_cast<size_t>(end) / static_cast<size_t>(parts);
+    for (size_t o = from; o < to; o += 64) _mm_prefetch(reinterpret_cast<const char*>(base + o), _MM_HINT_T0);
+}
+
 inline uint32_t load_u32(const void* p) {
     uint32_t v;
     std::memcpy(&v, p, sizeof(v));

@@ -91,6 +91,7 @@ struct AffineKTile {
         for (int r = 0; r < R; ++r)
             for (int t = 0; t < T; ++t) acc[r][t] = _mm_setzero_ps();
         for (int64_t b = 0; b < n / kQK_K; ++b) {
+            prefetch_rows<R>(w, w_stride, static_cast<size_t>(b) * sizeof(Block), sizeof(Block));
             __m256i scales16[R];
             __m256i qh[R];
             __m256i sumi[R][T], mins[R][T];
@@ -190,6 +191,7 @@ struct Q6KTile {
         __m128 acc[T];
         for (int t = 0; t < T; ++t) acc[t] = _mm_setzero_ps();
         for (int64_t b = 0; b < n / kQK_K; ++b) {
+            prefetch_rows<1>(w, w_stride, static_cast<size_t>(b) * sizeof(BlockQ6_K), sizeof(BlockQ6_K));
             const BlockQ6_K& wb = wr[b];
             const __m256i sc16 = _mm256_cvtepi8_epi16(load16(wb.scales));
             const __m256i scales16[2] = {_mm256_permute2x128_si256(sc16, sc16, 0x00),

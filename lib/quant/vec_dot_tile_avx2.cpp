@@ -44,6 +44,7 @@ struct FloatTile {
                 for (int u = 0; u < U; ++u) acc[r][t][u] = _mm256_setzero_ps();
         int64_t i = 0;
         for (; i + 8 * U <= n; i += 8 * U) {
+            prefetch_rows<R>(w, w_stride, static_cast<size_t>(i) * sizeof(Elem), 8 * U * sizeof(Elem));
             for (int u = 0; u < U; ++u) {
                 __m256 wv[R];
                 for (int r = 0; r < R; ++r) wv[r] = E::load(wr[r] + i + 8 * u);
@@ -98,7 +99,7 @@ struct HalfFloatTile {
         __m256 first[R][T];
         // Pass 0: elements 16k..16k+7 of every full chunk of 16, then one chunk of 8
         // left over (dot_float puts it into the first accumulator too).
-        pass(n16, 0, wr, xr, first);
+        pass(n16, 0, w_stride, wr, xr, first);
         if (n16 + 8 <= n) {
             __m256 wv[R];
             for (int r = 0; r < R; ++r) wv[r] = E::load(wr[r] + n16);
@@ -111,7 +112,7 @@ struct HalfFloatTile {
         for (int r = 0; r < R; ++r)
             for (int t = 0; t < T; ++t) _mm256_store_ps(spilled[r][t], first[r][t]);
         __m256 second[R][T];
-        pass(n16, 8, wr, xr, second);
+        pass(n16, 8, w_stride, wr, xr, second);
         const int64_t done = n16 + 8 <= n ? n16 + 8 : n16;
         if constexpr (R == 4) {
             if (done == n) {  // no scalar tail: each token's four rows reduced side by side
@@ -136,12 +137,14 @@ struct HalfFloatTile {
 private:
     // acc[r][t] = sum over the chunks of 16 below n16 of the 8 elements at `offset`.
     template <int R, int T>
-    static void pass(int64_t n16, int offset, const typename FloatElem<Type>::type* const (&wr)[R],
+    static void pass(int64_t n16, int offset, size_t row_stride, const typename FloatElem<Type>::type* const (&wr)[R],
                      const typename FloatElem<Type>::type* const (&xr)[T], __m256 (&acc)[R][T]) {
         using E = FloatElem<Type>;
         for (int r = 0; r < R; ++r)
             for (int t = 0; t < T; ++t) acc[r][t] = _mm256_setzero_ps();
         for (int64_t i = offset; i < n16; i += 16) {
+            if (offset == 0)  // pass 1 reads the lines pass 0 brought in
+                prefetch_rows<R>(wr[0], row_stride, static_cast<size_t>(i) * sizeof(*wr[0]), 16 * sizeof(*wr[0]));
             if constexpr (R <= T) {
                 __m256 wv[R];
                 for (int r = 0; r < R; ++r) wv[r] = E::load(wr[r] + i);
@@ -217,6 +220,7 @@ struct Block32Tile {
             }
         }
         for (int64_t b = 0; b < n / 32; ++b) {
+            prefetch_rows<R>(w, w_stride, static_cast<size_t>(b) * sizeof(Block), sizeof(Block));
             typename Split::Row row[R];
             float dw[R];
             for (int r = 0; r < R; ++r) {
@@ -309,6 +313,7 @@ struct BlockSumTile {
             acc1[t] = 0.0f;
         }
         for (int64_t b = 0; b < n / kQK8_0; ++b) {
+            prefetch_rows<R>(w, w_stride, static_cast<size_t>(b) * sizeof(Block), sizeof(Block));
             if constexpr (R == 8) {
                 typename Split::Row row[8];
                 for (int r = 0; r < 8; ++r) row[r].load(wr[r][b]);

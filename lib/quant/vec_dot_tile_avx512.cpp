@@ -74,6 +74,7 @@ struct FloatTile512 {
             for (int t = 0; t < T; ++t) acc[r][t] = _mm512_setzero_ps();
         int64_t i = 0;
         for (; i + 16 <= n; i += 16) {
+            prefetch_rows<R>(w, w_stride, static_cast<size_t>(i) * sizeof(uint16_t), 16 * sizeof(uint16_t));
             if constexpr (WideX) {
                 // One widened weight vector live at a time, the activations as memory
                 // operands of the FMAs: with all R weight vectors live beside the 24
@@ -190,6 +191,7 @@ struct Block32Tile512 {
             for (int t = 0; t < 2 * P; ++t) mins[r][t] = 0.0f;
         }
         for (int64_t b = 0; b < n / 32; ++b) {
+            prefetch_rows<R>(w, w_stride, static_cast<size_t>(b) * sizeof(Block), sizeof(Block));
             typename Split::Row row[R];
             __m512 dw[R];
             for (int r = 0; r < R; ++r) {
@@ -282,6 +284,7 @@ struct BlockSumTile512 {
         for (int p = 0; p < P; ++p) acc[p] = _mm512_setzero_ps();
         for (int t = 0; t < 2 * P; ++t) acc1[t] = 0.0f;
         for (int64_t b = 0; b < n / kQK8_0; ++b) {
+            prefetch_rows<R>(w, w_stride, static_cast<size_t>(b) * sizeof(Block), sizeof(Block));
             __m512i levels[R];
             for (int r = 0; r < R; ++r) levels[r] = _mm512_broadcast_i64x4(SumLevels<Block>::levels(wr[r][b]));
             __m512 dw;
@@ -361,6 +364,7 @@ struct AffineKTile512 {
         for (int q = 0; q < Q; ++q) acc[q] = _mm512_setzero_ps();
         const __m512i token_of_lane = _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
         for (int64_t b = 0; b < n / kQK_K; ++b) {
+            prefetch_rows<R>(w, w_stride, static_cast<size_t>(b) * sizeof(Block), sizeof(Block));
             // Register pressure decides the speed here (32 vectors): the sub-block sums
             // of every (row, pair) stay live through the chunks, so the mins' products
             // are formed after them and each chunk prepares the rows before it walks
@@ -458,6 +462,7 @@ struct Q6KTile512 {
         __m512 acc[Q];
         for (int q = 0; q < Q; ++q) acc[q] = _mm512_setzero_ps();
         for (int64_t b = 0; b < n / kQK_K; ++b) {
+            prefetch_rows<R>(w, w_stride, static_cast<size_t>(b) * sizeof(BlockQ6_K), sizeof(BlockQ6_K));
             __m256i sc16[R];
             __m512i sumi[R][P];
             for (int r = 0; r < R; ++r) sc16[r] = _mm256_cvtepi8_epi16(load16(wr[r][b].scales));
