@@ -179,6 +179,10 @@ void Engine::plan_speculation_locked(Entry& e, int64_t budget, int64_t rows, int
         const double target_step = step_cost_.decode_seconds();
         const double draft_step = ctx->cost.decode_seconds();
         costs.draft_token = target_step > 0.0 && draft_step > 0.0 ? draft_step / target_step : ctx->prior_cost;
+        // The draft's first passes can be cold (its weights not yet touched, or evicted by
+        // the target's): until a median of three is timed, the prior caps them, so that one
+        // slow pass does not rule speculation out before a fair measurement.
+        if (ctx->cost.timed(1) < 3) costs.draft_token = std::min(costs.draft_token, ctx->prior_cost);
     }
     int64_t k = req.policy_->next(costs, static_cast<int32_t>(limit));
     if (k <= 0) return;

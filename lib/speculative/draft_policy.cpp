@@ -49,19 +49,36 @@ int32_t DraftPolicy::next(const SpeculationCosts& costs, int32_t limit) {
     return std::max(forced, choose(costs, k_max));
 }
 
+void DraftPolicy::StepWindow::add(int64_t n, double s) {
+    seconds[static_cast<size_t>(next)] = s;
+    tokens[static_cast<size_t>(next)] = n;
+    next = (next + 1) % kWindow;
+    count = std::min(count + 1, kWindow);
+}
+
+double DraftPolicy::StepWindow::seconds_per_token() const {
+    double s = 0.0;
+    int64_t n = 0;
+    for (int i = 0; i < count; ++i) {
+        s += seconds[static_cast<size_t>(i)];
+        n += tokens[static_cast<size_t>(i)];
+    }
+    return n > 0 ? s / static_cast<double>(n) : 0.0;
+}
+
 void DraftPolicy::observe(bool speculated, int64_t tokens, double seconds) {
     if (tokens <= 0 || !(seconds > 0.0)) return;
-    const double spt = seconds / static_cast<double>(tokens);
-    double& ema = speculated ? spec_spt_ : plain_spt_;
-    int32_t& n = speculated ? n_spec_ : n_plain_;
-    ema = n == 0 ? spt : kRateDecay * ema + (1.0 - kRateDecay) * spt;
-    ++n;
-    if (!speculated || n_plain_ < kJudge || n_spec_ < kJudge) return;
-    if (spec_spt_ > plain_spt_ / kMinGain) {
+    if (speculated && !spec_started_) {
+        spec_started_ = true;
+        return;
+    }
+    (speculated ? spec_ : plain_).add(tokens, seconds);
+    if (!speculated || plain_.count < kJudge || spec_.count < kJudge) return;
+    if (spec_.seconds_per_token() > plain_.seconds_per_token() / kMinGain) {
         // No faster than plain decoding (by the same margin the cost model asks for).
         veto_left_ = veto_interval_;
         veto_interval_ = std::min(kMaxVeto, veto_interval_ * 2);
-        n_spec_ = 0;
+        spec_.clear();
     } else {
         veto_interval_ = kFirstVeto;
     }

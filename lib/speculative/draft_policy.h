@@ -9,13 +9,16 @@
 // k in [1, n_max] with the best yield per cost, and nothing when even that is no gain; then
 // it probes with k = 1 now and again (less often while probes keep failing), so a
 // sequence whose text becomes predictable gets speculation back. When the costs rule
-// speculation out even at full acceptance, it does not probe.
+// speculation out even at full acceptance, it does not probe (with a draft model a probe
+// would first feed the draft every token decoded since its last pass).
 //
 // The cost model can be wrong (two models' weights evicting each other from the cache
 // make both slower than either alone), so the policy also watches the outcome: the time
-// per token of its steps with and without proposals. Its first decode steps are plain
-// (to measure them); when speculating turns out no faster, it is vetoed for a while (the
-// veto doubling while it keeps being right), then measured again.
+// per token of its recent steps with and without proposals (seconds over tokens of the
+// last kWindow of each). Its first decode steps are plain (to measure them), and its first
+// speculating step is not counted (it carries the draft's cold start); when speculating
+// turns out no faster, it is vetoed for a while (the veto doubling while it keeps being
+// right), then measured again.
 //
 // The acceptance rate is estimated from the verifications so far, the recent ones
 // weighing most: each round adds its accepted tokens to a success count and, when a token
@@ -23,6 +26,7 @@
 // starting from a prior worth two tokens.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <vector>
 
@@ -70,9 +74,19 @@ private:
     static constexpr int32_t kMaxProbe = 64;     // ... and at most
     static constexpr int32_t kWarmup = 4;        // plain decode steps measured first
     static constexpr int32_t kJudge = 3;         // steps of each kind before comparing them
-    static constexpr double kRateDecay = 0.7;    // weight of the past in the time per token
     static constexpr int32_t kFirstVeto = 16;    // decode steps without speculation, at first
     static constexpr int32_t kMaxVeto = 512;
+    static constexpr int kWindow = 8;            // recent steps of each kind timed
+
+    // The tokens and seconds of the last kWindow steps of one kind.
+    struct StepWindow {
+        std::array<double, kWindow> seconds{};
+        std::array<int64_t, kWindow> tokens{};
+        int count = 0, next = 0;
+        void add(int64_t n, double s);
+        [[nodiscard]] double seconds_per_token() const;
+        void clear() { count = next = 0; }
+    };
 
     int32_t n_max_;
     int32_t n_min_;
@@ -84,9 +98,9 @@ private:
     int32_t probe_interval_ = kFirstProbe;
     int32_t steps_since_probe_ = 0;
     int32_t decode_steps_ = 0;
-    // Seconds per token of recent steps with and without proposals, and how many of each.
-    double plain_spt_ = 0.0, spec_spt_ = 0.0;
-    int32_t n_plain_ = 0, n_spec_ = 0;
+    // Recent steps without and with proposals.
+    StepWindow plain_, spec_;
+    bool spec_started_ = false;  // the first speculating step was seen (and left out)
     int32_t veto_left_ = 0;
     int32_t veto_interval_ = kFirstVeto;
 };

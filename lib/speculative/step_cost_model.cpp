@@ -12,11 +12,26 @@ void StepCostModel::add(int64_t tokens, double seconds) {
     nn_ = nn_ * kForget + n * n;
     t_ = t_ * kForget + seconds;
     nt_ = nt_ * kForget + n * seconds;
-    if (tokens <= kTracked) {
-        const auto i = static_cast<size_t>(tokens);
-        w_at_[i] = w_at_[i] * kForgetSize + 1.0;
-        t_at_[i] = t_at_[i] * kForgetSize + seconds;
+    if (tokens <= kTracked) recent_[static_cast<size_t>(tokens)].add(seconds);
+}
+
+void StepCostModel::Recent::add(double s) {
+    seconds[static_cast<size_t>(next)] = s;
+    next = (next + 1) % kRecent;
+    count = std::min(count + 1, kRecent);
+}
+
+double StepCostModel::Recent::lower_median() const {
+    // Insertion sort of at most kRecent values (std::sort's bounds confuse GCC 12's
+    // -Warray-bounds on an array this small).
+    std::array<double, kRecent> sorted{};
+    for (int i = 0; i < count; ++i) {
+        int j = i;
+        for (; j > 0 && sorted[static_cast<size_t>(j - 1)] > seconds[static_cast<size_t>(i)]; --j)
+            sorted[static_cast<size_t>(j)] = sorted[static_cast<size_t>(j - 1)];
+        sorted[static_cast<size_t>(j)] = seconds[static_cast<size_t>(i)];
     }
+    return sorted[static_cast<size_t>((count - 1) / 2)];
 }
 
 double StepCostModel::variance() const {
@@ -51,7 +66,7 @@ double StepCostModel::decode_seconds() const { return pass_seconds(1); }
 double StepCostModel::pass_seconds(int64_t tokens) const {
     tokens = std::max<int64_t>(1, tokens);
     if (w_ <= 0.0) return 0.0;
-    if (seen(tokens)) return mean_at(tokens);
+    if (seen(tokens)) return time_at(tokens);
     // The nearest sizes seen on either side.
     int64_t lo = std::min(tokens, kTracked);
     while (lo >= 1 && !seen(lo)) --lo;
@@ -59,13 +74,13 @@ double StepCostModel::pass_seconds(int64_t tokens) const {
     while (hi <= kTracked && !seen(hi)) ++hi;
     if (lo < 1) {  // nothing seen below: the line, through the smallest size seen if any
         if (hi > kTracked) return line_seconds(tokens);
-        return std::max(0.0, mean_at(hi) - per_token_seconds() * static_cast<double>(hi - tokens));
+        return std::max(0.0, time_at(hi) - per_token_seconds() * static_cast<double>(hi - tokens));
     }
     if (hi <= kTracked) {
         const double f = static_cast<double>(tokens - lo) / static_cast<double>(hi - lo);
-        return mean_at(lo) + f * (mean_at(hi) - mean_at(lo));
+        return time_at(lo) + f * (time_at(hi) - time_at(lo));
     }
-    return mean_at(lo) + per_token_seconds() * static_cast<double>(tokens - lo);  // beyond the sizes seen
+    return time_at(lo) + per_token_seconds() * static_cast<double>(tokens - lo);  // beyond the sizes seen
 }
 
 double StepCostModel::added_ratio(int64_t batch_tokens, int64_t more) const {

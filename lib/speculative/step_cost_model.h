@@ -2,10 +2,13 @@
 // the passes an engine runs. Speculation asks it what k more tokens in a pass cost
 // relative to a decode step.
 //
-// Two estimates, both with exponential forgetting (recent passes weigh most; the
-// machine's load changes):
-// - the time of each pass size seen up to kTracked tokens, and
-// - a straight line, seconds = fixed + per_token * tokens, fitted by least squares.
+// Two estimates, both following the machine's load:
+// - the time of each pass size seen up to kTracked tokens: the lower median of its last
+//   kRecent passes, so that one slow pass (a cold cache, page faults on first touch, the
+//   machine busy for a moment) does not set it; a mean let a draft model's first pass,
+//   ten times its usual time, rule speculation out for good; and
+// - a straight line, seconds = fixed + per_token * tokens, fitted by least squares with
+//   exponential forgetting.
 // On a CPU the cost is far from a straight line at small sizes: the second token of a
 // pass can cost half a decode step (one-token passes stream each weight row once; a few
 // tokens take the small tiles), the sixteenth a tenth of one. A line fitted through
@@ -16,6 +19,7 @@
 #pragma once
 
 #include <array>
+#include <cstddef>
 #include <cstdint>
 
 namespace inlay {
@@ -37,19 +41,34 @@ public:
     // pass yields per sequence (its time / batch_tokens): at 1 token, in decode steps.
     [[nodiscard]] double added_ratio(int64_t batch_tokens, int64_t more) const;
     [[nodiscard]] bool fitted() const;
+    // Passes of `tokens` tokens whose times the estimate holds (at most kRecent).
+    [[nodiscard]] int timed(int64_t tokens) const {
+        return tokens >= 1 && tokens <= kTracked ? recent_[static_cast<size_t>(tokens)].count : 0;
+    }
+    static constexpr int kRecent = 5;  // passes of a size kept for its time
 
 private:
     [[nodiscard]] double variance() const;           // of the pass sizes seen
     [[nodiscard]] double per_token_seconds() const;  // the fitted slope, or the fallback's
     [[nodiscard]] double line_seconds(int64_t tokens) const;
-    [[nodiscard]] bool seen(int64_t tokens) const { return tokens >= 1 && tokens <= kTracked && w_at_[tokens] > 0.0; }
-    [[nodiscard]] double mean_at(int64_t tokens) const { return t_at_[tokens] / w_at_[tokens]; }
+    [[nodiscard]] bool seen(int64_t tokens) const {
+        return tokens >= 1 && tokens <= kTracked && recent_[static_cast<size_t>(tokens)].count > 0;
+    }
+    [[nodiscard]] double time_at(int64_t tokens) const { return recent_[static_cast<size_t>(tokens)].lower_median(); }
 
-    static constexpr double kForget = 0.97;     // per pass, for the line
-    static constexpr double kForgetSize = 0.8;  // per pass of that size, for its own time
+    static constexpr double kForget = 0.97;  // per pass, for the line
+
+    // The last kRecent times of one pass size.
+    struct Recent {
+        std::array<double, kRecent> seconds{};
+        int count = 0, next = 0;
+        void add(double s);
+        [[nodiscard]] double lower_median() const;
+    };
+
     double fallback_;
     double w_ = 0, n_ = 0, nn_ = 0, t_ = 0, nt_ = 0;  // decayed sums of 1, n, n^2, t, n*t
-    std::array<double, kTracked + 1> w_at_{}, t_at_{};  // per size: decayed sums of 1 and t
+    std::array<Recent, kTracked + 1> recent_{};
 };
 
 }  // namespace inlay
