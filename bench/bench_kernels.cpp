@@ -133,6 +133,9 @@ int register_all() {
                 ->Args({151936, 1024, 1})  // from DRAM: an output layer, one token ...
                 ->Args({151936, 1024, 2})  // ... and verification passes of 1 and 4 proposals
                 ->Args({151936, 1024, 5})
+                ->Args({151936, 1024, 8})
+                ->Args({1024, 1024, 5})  // the same tiles in cache
+                ->Args({1024, 1024, 8})
                 ->Unit(benchmark::kMicrosecond);
         if (576 % inlay::dtype_traits(t).block_elems == 0)  // rows of 576 (SmolLM2's width) fit the blocks
             bm->Args({1536, 576, 128})->Args({1536, 576, 512});

@@ -44,9 +44,19 @@ VecDotTileFn avx512_tile_kernel_widened(DType weight);
 // and block an f32 scale and the quants + 128). The rows are regrouped once per call,
 // which pays from about kRows16MinTokens tokens on (bench_kernels). nullptr without
 // AVX-512 VNNI or for other types.
+//
+// The sixteen- and eight-row tiles start above 8 tokens, where the matmul stops streaming
+// (cpu_matmul.cpp's kStreamedTokens): a product of up to 8 tokens reads weights that come
+// from DRAM in any model larger than the last-level cache, and there the smaller tiles,
+// which prefetch their rows, beat them, though they lose in cache. Zen 4, bench_kernels
+// 151936 x 1024 (from DRAM) against 1024 x 1024 (in cache), one thread, 8 tokens, small
+// tiles against the sixteen-row ones: Q8_0 23.5 / 29.4 ms but 149 / 106 us, Q4_0 23.0 /
+// 26.1 ms but 170 / 105 us, Q6_K 19.2 / 35.5 ms, Q4_K 17.9 / 25.8 ms but 120 / 101 us
+// (5 tokens: 15.2 / 21.4 ms). Batched decoding of the Qwen3-0.6B-shape Q4_K_M with 2
+// threads, 4 sessions: 97-102 -> 130-141 tokens/s; 8 sessions 128-133 -> 181-191.
 using Rows16TileFn = void (*)(int64_t n, int64_t n_rows, int64_t n_tokens, float* result, size_t result_stride,
                               const void* w, size_t w_stride, const std::byte* packed);
-inline constexpr int64_t kRows16MinTokens = 6;  // Zen 4: 0.87x at 4 tokens, 1.5x at 8, 1.9x at 16
+inline constexpr int64_t kRows16MinTokens = 9;  // Zen 4 in cache: 0.87x at 4 tokens, 1.5x at 8, 1.9x at 16
 Rows16TileFn avx512_rows16_tile_kernel(DType weight);
 size_t rows16_pack_bytes(int64_t n, int64_t n_tokens);
 void rows16_pack(int64_t n, int64_t n_tokens, const void* x, size_t x_stride, std::byte* out);
@@ -56,8 +66,8 @@ void rows16_pack(int64_t n, int64_t n_tokens, const void* x, size_t x_stride, st
 // the same arithmetic as avx512_tile_kernel's. They regroup the rows once per 64 tokens,
 // which pays from about kRows16KquantMinTokens (Q6_K: kRows16Q6KMinTokens) tokens on
 // (bench_kernels). nullptr without AVX-512 VNNI or for other types.
-inline constexpr int64_t kRows16KquantMinTokens = 4;  // Zen 4, Q4_K: 1.2x at 4 tokens, 1.3x at 8, 1.5x at 16, 1.7x at 128
-inline constexpr int64_t kRows16Q6KMinTokens = 8;     // Zen 4, Q6_K: 0.93x at 4 tokens, 1.4x at 16, 1.9x at 128
+inline constexpr int64_t kRows16KquantMinTokens = 9;  // Zen 4 in cache, Q4_K: 1.2x at 4 tokens, 1.3x at 8, 1.5x at 16, 1.7x at 128
+inline constexpr int64_t kRows16Q6KMinTokens = 9;     // Zen 4 in cache, Q6_K: 0.93x at 4 tokens, 1.4x at 16, 1.9x at 128
 VecDotTileFn avx512_rows16_kquant_tile_kernel(DType weight);
 
 // Q8_0 / Q4_0 / Q5_0 / Q1_0 prompt tiles with eight rows to a 256-bit vector (AVX2, for CPUs
@@ -66,16 +76,19 @@ VecDotTileFn avx512_rows16_kquant_tile_kernel(DType weight);
 // avx2_tile_kernel's. From rows8_min_tokens(weight) tokens on (bench_kernels, x86-64-v3
 // build on Zen 4: Q8_0 0.76x at 4 tokens, 1.2x at 16, 1.4x at 128; Q4_0 0.9x at 4, 1.65x
 // at 16, 1.95x at 128; Q5_0 1.14x at 4, 1.9x at 16, 2.5x at 128). nullptr without AVX2
-// or for other types.
+// or for other types. (From DRAM at 8 tokens Q4_0's two kinds of tile cost the same.)
 inline int64_t rows8_min_tokens(DType weight) { return weight == DType::Q8_0 ? 16 : 8; }
 VecDotTileFn avx2_rows8_tile_kernel(DType weight);
 
 // Q4_K / Q5_K / Q6_K prompt tiles with eight rows to a 256-bit vector (AVX2, for CPUs without
 // AVX-512; vec_dot_tile_avx2_rows8_kquants.cpp): the sixteen-row tiles' layout with
 // maddubs/madd instead of VNNI, the same arithmetic as avx2_kquant_tile_kernel's. From
-// about kRows8KquantMinTokens tokens on (bench_kernels, x86-64-v3 build). nullptr without
-// AVX2 or for other types.
-inline constexpr int64_t kRows8KquantMinTokens = 4;  // Q4_K 1.03-1.1x at 4 tokens, 2.0x at 16, 2.4x at 128
+// rows8_kquant_min_tokens(weight) tokens on (bench_kernels, x86-64-v3 build; in cache Q4_K
+// 1.03-1.1x at 4 tokens, 2.0x at 16, 2.4x at 128). Below that the products stream from
+// DRAM, where the smaller tiles win (Zen 4, 151936 x 1024, one thread, small against
+// eight-row tiles: Q4_K 20.9 / 26.3 ms at 5 tokens but 32.9 / 29.9 at 8; Q6_K 22.9 / 37.6
+// at 5, 33.7 / 42.1 at 8). nullptr without AVX2 or for other types.
+inline int64_t rows8_kquant_min_tokens(DType weight) { return weight == DType::Q6_K ? 9 : 8; }
 VecDotTileFn avx2_rows8_kquant_tile_kernel(DType weight);
 
 // AMX (matrix unit) Q8_0 tiles, vec_dot_tile_amx.cpp. amx_usable: the build targets

@@ -228,7 +228,7 @@ void vec_dot_tile(DType weight, int64_t n, int64_t n_rows, int64_t n_tokens, flo
         tile = detail::avx512_tile_kernel(weight);
         if (!tile && n_tokens >= detail::rows8_min_tokens(weight)) tile = detail::avx2_rows8_tile_kernel(weight);
         if (!tile) tile = detail::avx2_tile_kernel(weight);
-        if (!tile && n_tokens >= detail::kRows8KquantMinTokens) tile = detail::avx2_rows8_kquant_tile_kernel(weight);
+        if (!tile && n_tokens >= detail::rows8_kquant_min_tokens(weight)) tile = detail::avx2_rows8_kquant_tile_kernel(weight);
         if (!tile) tile = detail::avx2_kquant_tile_kernel(weight);
     }
     if (tile) {

@@ -368,7 +368,7 @@ TEST_CASE("vec_dot_tile equals per-row, per-token dots", "[quant][vec_dot]") {
                 quant::quantize_activations(act, xf.data(), x.u8() + static_cast<size_t>(t) * x_stride, n);
             }
             for (int64_t n_rows : {1, 2, 3, 4, 5, 8, 13}) {
-                for (int64_t n_tokens : {1, 2, 3, 4, 5, 7, 16, 17, 100}) {
+                for (int64_t n_tokens : {1, 2, 3, 4, 5, 7, 8, 9, 16, 17, 100}) {  // 8 | 9: the streamed products end, the row-per-lane tiles start
                     const size_t result_stride = static_cast<size_t>(n_rows) + 3;
                     std::vector<float> got(result_stride * static_cast<size_t>(n_tokens), 12345.0f);
                     quant::vec_dot_tile(type, n, n_rows, n_tokens, got.data(), result_stride, w.data(), w_stride,
