@@ -136,6 +136,8 @@ int register_all() {
                 ->Args({151936, 1024, 8})
                 ->Args({1024, 1024, 5})  // the same tiles in cache
                 ->Args({1024, 1024, 8})
+                ->Args({151936, 1024, 16})  // the row-per-lane tiles from DRAM ...
+                ->Args({1024, 1024, 16})    // ... and in cache
                 ->Unit(benchmark::kMicrosecond);
         if (576 % inlay::dtype_traits(t).block_elems == 0)  // rows of 576 (SmolLM2's width) fit the blocks
             bm->Args({1536, 576, 128})->Args({1536, 576, 512});
