@@ -53,7 +53,9 @@ VecDotTileFn avx512_tile_kernel_widened(DType weight);
 // tiles against the sixteen-row ones: Q8_0 23.5 / 29.4 ms but 149 / 106 us, Q4_0 23.0 /
 // 26.1 ms but 170 / 105 us, Q6_K 19.2 / 35.5 ms, Q4_K 17.9 / 25.8 ms but 120 / 101 us
 // (5 tokens: 15.2 / 21.4 ms). Batched decoding of the Qwen3-0.6B-shape Q4_K_M with 2
-// threads, 4 sessions: 97-102 -> 130-141 tokens/s; 8 sessions 128-133 -> 181-191.
+// threads, 4 sessions: 97-102 -> 130-141 tokens/s; 8 sessions 128-133 -> 181-191. (Since
+// the sixteen-row tiles prefetch into L2, from DRAM at 8 tokens: Q8_0 23.2 / 26.1 ms, Q4_0
+// 23.1 / 20.1, Q4_K 17.9 / 21.4, Q6_K 18.1 / 28.9; at 5 tokens the small tiles win all four.)
 using Rows16TileFn = void (*)(int64_t n, int64_t n_rows, int64_t n_tokens, float* result, size_t result_stride,
                               const void* w, size_t w_stride, const std::byte* packed);
 inline constexpr int64_t kRows16MinTokens = 9;  // Zen 4 in cache: 0.87x at 4 tokens, 1.5x at 8, 1.9x at 16
