@@ -45,8 +45,8 @@ VecDotTileFn avx512_tile_kernel_widened(DType weight);
 // which pays from about kRows16MinTokens tokens on (bench_kernels). nullptr without
 // AVX-512 VNNI or for other types.
 //
-// The sixteen- and eight-row tiles start above 8 tokens, where the matmul stops streaming
-// (cpu_matmul.cpp's kStreamedTokens): a product of up to 8 tokens reads weights that come
+// The sixteen- and eight-row tiles start above kStreamedTokens (vec_dot.h), where the
+// matmul stops streaming: a product of up to 8 tokens reads weights that come
 // from DRAM in any model larger than the last-level cache, and there the smaller tiles,
 // which prefetch their rows, beat them, though they lose in cache. Zen 4, bench_kernels
 // 151936 x 1024 (from DRAM) against 1024 x 1024 (in cache), one thread, 8 tokens, small
@@ -58,7 +58,7 @@ VecDotTileFn avx512_tile_kernel_widened(DType weight);
 // 23.1 / 20.1, Q4_K 17.9 / 21.4, Q6_K 18.1 / 28.9; at 5 tokens the small tiles win all four.)
 using Rows16TileFn = void (*)(int64_t n, int64_t n_rows, int64_t n_tokens, float* result, size_t result_stride,
                               const void* w, size_t w_stride, const std::byte* packed);
-inline constexpr int64_t kRows16MinTokens = 9;  // Zen 4 in cache: 0.87x at 4 tokens, 1.5x at 8, 1.9x at 16
+inline constexpr int64_t kRows16MinTokens = kStreamedTokens + 1;  // Zen 4 in cache: 0.87x at 4 tokens, 1.5x at 8, 1.9x at 16
 Rows16TileFn avx512_rows16_tile_kernel(DType weight);
 size_t rows16_pack_bytes(int64_t n, int64_t n_tokens);
 void rows16_pack(int64_t n, int64_t n_tokens, const void* x, size_t x_stride, std::byte* out);
@@ -68,8 +68,8 @@ void rows16_pack(int64_t n, int64_t n_tokens, const void* x, size_t x_stride, st
 // the same arithmetic as avx512_tile_kernel's. They regroup the rows once per 64 tokens,
 // which pays from about kRows16KquantMinTokens (Q6_K: kRows16Q6KMinTokens) tokens on
 // (bench_kernels). nullptr without AVX-512 VNNI or for other types.
-inline constexpr int64_t kRows16KquantMinTokens = 9;  // Zen 4 in cache, Q4_K: 1.2x at 4 tokens, 1.3x at 8, 1.5x at 16, 1.7x at 128
-inline constexpr int64_t kRows16Q6KMinTokens = 9;     // Zen 4 in cache, Q6_K: 0.93x at 4 tokens, 1.4x at 16, 1.9x at 128
+inline constexpr int64_t kRows16KquantMinTokens = kStreamedTokens + 1;  // Zen 4 in cache, Q4_K: 1.2x at 4 tokens, 1.3x at 8, 1.5x at 16, 1.7x at 128
+inline constexpr int64_t kRows16Q6KMinTokens = kStreamedTokens + 1;     // Zen 4 in cache, Q6_K: 0.93x at 4 tokens, 1.4x at 16, 1.9x at 128
 VecDotTileFn avx512_rows16_kquant_tile_kernel(DType weight);
 
 // Q8_0 / Q4_0 / Q5_0 / Q1_0 prompt tiles with eight rows to a 256-bit vector (AVX2, for CPUs
@@ -90,7 +90,7 @@ VecDotTileFn avx2_rows8_tile_kernel(DType weight);
 // DRAM, where the smaller tiles win (Zen 4, 151936 x 1024, one thread, small against
 // eight-row tiles: Q4_K 20.9 / 26.3 ms at 5 tokens but 32.9 / 29.9 at 8; Q6_K 22.9 / 37.6
 // at 5, 33.7 / 42.1 at 8). nullptr without AVX2 or for other types.
-inline int64_t rows8_kquant_min_tokens(DType weight) { return weight == DType::Q6_K ? 9 : 8; }
+inline int64_t rows8_kquant_min_tokens(DType weight) { return weight == DType::Q6_K ? kStreamedTokens + 1 : 8; }
 VecDotTileFn avx2_rows8_kquant_tile_kernel(DType weight);
 
 // AMX (matrix unit) Q8_0 tiles, vec_dot_tile_amx.cpp. amx_usable: the build targets

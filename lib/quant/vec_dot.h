@@ -90,6 +90,12 @@ private:
     std::vector<std::byte> bytes_;
 };
 
+// Products of up to this many tokens (a few sequences decoding, a verification of a few
+// proposals) are bound by reading the weights, as one token's is: callers stream the
+// matrix in long runs of rows (CpuBackend::matmul), and vec_dot_tile takes the tiles that
+// prefetch their rows (kernels.h). Larger batches are bound by arithmetic.
+inline constexpr int64_t kStreamedTokens = 8;
+
 // Several tokens at once: result[t * result_stride + r] = dot(w + r * w_stride bytes,
 // x + t * x_stride bytes) for r < n_rows and t < n_tokens; activation rows in
 // vec_dot_type(weight). Where the type has a tile kernel, each weight block is loaded

@@ -25,13 +25,14 @@ namespace inlay {
 namespace {
 constexpr size_t kRowBlock = 16;  // rows computed together; also the thread split granularity
 constexpr size_t kDecodeChunksPerThread = 4;  // streamed products: contiguous runs per thread
-// Products of up to this many tokens (decoding a few sequences, verifying a few proposals)
-// stream the matrix as one token does: each thread walks long runs of rows, and the tile
-// kernels ask for the rows ahead of them, so a pass of a few tokens from DRAM costs little
-// more than one. Measured on Zen 4 (bench_kernels 151936 x 1024, one thread, 2 tokens
-// against 1, before the runs and the prefetches / after): Q8_0 2.5x / 1.1x, Q4_0 4.9x / 1.6x,
-// Q6_K 6.9x / 1.1x. Larger batches are bound by arithmetic and take row blocks one at a time.
-constexpr int64_t kStreamedTokens = 8;
+// Products of up to quant::kStreamedTokens tokens (decoding a few sequences, verifying a
+// few proposals) stream the matrix as one token does: each thread walks long runs of rows,
+// and the tile kernels ask for the rows ahead of them, so a pass of a few tokens from DRAM
+// costs little more than one. Measured on Zen 4 (bench_kernels 151936 x 1024, one thread,
+// 2 tokens against 1, before the runs and the prefetches / after): Q8_0 2.5x / 1.1x, Q4_0
+// 4.9x / 1.6x, Q6_K 6.9x / 1.1x. Larger batches are bound by arithmetic and take row blocks
+// one at a time.
+using quant::kStreamedTokens;
 
 // Rows [begin, end) of chunk c when n_rows rows (n_blocks row blocks) are cut into n_chunks
 // contiguous runs of whole row blocks; empty for a chunk that gets no block.
