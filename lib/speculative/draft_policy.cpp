@@ -49,19 +49,12 @@ int32_t DraftPolicy::next(const SpeculationCosts& costs, int32_t limit) {
     return std::max(forced, choose(costs, k_max));
 }
 
-void DraftPolicy::StepWindow::add(int64_t n, double s) {
-    seconds[static_cast<size_t>(next)] = s;
-    tokens[static_cast<size_t>(next)] = n;
-    next = (next + 1) % kWindow;
-    count = std::min(count + 1, kWindow);
-}
-
-double DraftPolicy::StepWindow::seconds_per_token() const {
+double DraftPolicy::seconds_per_token(const StepWindow& steps) {
     double s = 0.0;
     int64_t n = 0;
-    for (int i = 0; i < count; ++i) {
-        s += seconds[static_cast<size_t>(i)];
-        n += tokens[static_cast<size_t>(i)];
+    for (int i = 0; i < steps.size(); ++i) {
+        s += steps[i].seconds;
+        n += steps[i].tokens;
     }
     return n > 0 ? s / static_cast<double>(n) : 0.0;
 }
@@ -72,9 +65,9 @@ void DraftPolicy::observe(bool speculated, int64_t tokens, double seconds) {
         spec_started_ = true;
         return;
     }
-    (speculated ? spec_ : plain_).add(tokens, seconds);
-    if (!speculated || plain_.count < kJudge || spec_.count < kJudge) return;
-    if (spec_.seconds_per_token() > plain_.seconds_per_token() / kMinGain) {
+    (speculated ? spec_ : plain_).add({tokens, seconds});
+    if (!speculated || plain_.size() < kJudge || spec_.size() < kJudge) return;
+    if (seconds_per_token(spec_) > seconds_per_token(plain_) / kMinGain) {
         // No faster than plain decoding (by the same margin the cost model asks for).
         veto_left_ = veto_interval_;
         veto_interval_ = std::min(kMaxVeto, veto_interval_ * 2);

@@ -26,9 +26,10 @@
 // starting from a prior worth two tokens.
 #pragma once
 
-#include <array>
 #include <cstdint>
 #include <vector>
+
+#include "speculative/recent_window.h"
 
 namespace inlay {
 
@@ -78,15 +79,12 @@ private:
     static constexpr int32_t kMaxVeto = 512;
     static constexpr int kWindow = 8;            // recent steps of each kind timed
 
-    // The tokens and seconds of the last kWindow steps of one kind.
-    struct StepWindow {
-        std::array<double, kWindow> seconds{};
-        std::array<int64_t, kWindow> tokens{};
-        int count = 0, next = 0;
-        void add(int64_t n, double s);
-        [[nodiscard]] double seconds_per_token() const;
-        void clear() { count = next = 0; }
+    struct Step {
+        int64_t tokens = 0;
+        double seconds = 0.0;
     };
+    using StepWindow = RecentWindow<Step, kWindow>;
+    [[nodiscard]] static double seconds_per_token(const StepWindow& steps);
 
     int32_t n_max_;
     int32_t n_min_;

@@ -15,23 +15,17 @@ void StepCostModel::add(int64_t tokens, double seconds) {
     if (tokens <= kTracked) recent_[static_cast<size_t>(tokens)].add(seconds);
 }
 
-void StepCostModel::Recent::add(double s) {
-    seconds[static_cast<size_t>(next)] = s;
-    next = (next + 1) % kRecent;
-    count = std::min(count + 1, kRecent);
-}
-
-double StepCostModel::Recent::lower_median() const {
+double StepCostModel::lower_median(const Recent& times) {
     // Insertion sort of at most kRecent values (std::sort's bounds confuse GCC 12's
     // -Warray-bounds on an array this small).
     std::array<double, kRecent> sorted{};
-    for (int i = 0; i < count; ++i) {
+    for (int i = 0; i < times.size(); ++i) {
         int j = i;
-        for (; j > 0 && sorted[static_cast<size_t>(j - 1)] > seconds[static_cast<size_t>(i)]; --j)
+        for (; j > 0 && sorted[static_cast<size_t>(j - 1)] > times[i]; --j)
             sorted[static_cast<size_t>(j)] = sorted[static_cast<size_t>(j - 1)];
-        sorted[static_cast<size_t>(j)] = seconds[static_cast<size_t>(i)];
+        sorted[static_cast<size_t>(j)] = times[i];
     }
-    return sorted[static_cast<size_t>((count - 1) / 2)];
+    return sorted[static_cast<size_t>((times.size() - 1) / 2)];
 }
 
 double StepCostModel::variance() const {

@@ -22,6 +22,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "speculative/recent_window.h"
+
 namespace inlay {
 
 class StepCostModel {
@@ -43,7 +45,7 @@ public:
     [[nodiscard]] bool fitted() const;
     // Passes of `tokens` tokens whose times the estimate holds (at most kRecent).
     [[nodiscard]] int timed(int64_t tokens) const {
-        return tokens >= 1 && tokens <= kTracked ? recent_[static_cast<size_t>(tokens)].count : 0;
+        return tokens >= 1 && tokens <= kTracked ? recent_[static_cast<size_t>(tokens)].size() : 0;
     }
     static constexpr int kRecent = 5;  // passes of a size kept for its time
 
@@ -51,20 +53,13 @@ private:
     [[nodiscard]] double variance() const;           // of the pass sizes seen
     [[nodiscard]] double per_token_seconds() const;  // the fitted slope, or the fallback's
     [[nodiscard]] double line_seconds(int64_t tokens) const;
-    [[nodiscard]] bool seen(int64_t tokens) const {
-        return tokens >= 1 && tokens <= kTracked && recent_[static_cast<size_t>(tokens)].count > 0;
-    }
-    [[nodiscard]] double time_at(int64_t tokens) const { return recent_[static_cast<size_t>(tokens)].lower_median(); }
+    [[nodiscard]] bool seen(int64_t tokens) const { return timed(tokens) > 0; }
+    [[nodiscard]] double time_at(int64_t tokens) const { return lower_median(recent_[static_cast<size_t>(tokens)]); }
 
     static constexpr double kForget = 0.97;  // per pass, for the line
 
-    // The last kRecent times of one pass size.
-    struct Recent {
-        std::array<double, kRecent> seconds{};
-        int count = 0, next = 0;
-        void add(double s);
-        [[nodiscard]] double lower_median() const;
-    };
+    using Recent = RecentWindow<double, kRecent>;  // the last times of one pass size
+    [[nodiscard]] static double lower_median(const Recent& times);  // of a size seen
 
     double fallback_;
     double w_ = 0, n_ = 0, nn_ = 0, t_ = 0, nt_ = 0;  // decayed sums of 1, n, n^2, t, n*t
