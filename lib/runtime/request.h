@@ -80,10 +80,14 @@ private:
     std::unique_ptr<Sampler> sampler_;
     // Speculation (scheduler thread): how many to propose, the draft's own sampler (same
     // params, another seed), and this step's proposals with the distributions they were
-    // drawn from (draft model, sampling) and the verified chunk (last token + proposals).
+    // drawn from (draft model, sampling) and the verified chunk (last token + proposals);
+    // which proposals the draft was unsure of (under p_min), and the unsure token it cut
+    // off at, if any (greedy sequences: its position is the one after the proposals).
     std::unique_ptr<DraftPolicy> policy_;
     std::unique_ptr<Sampler> draft_sampler_;
     std::vector<int32_t> drafts_;
+    std::vector<char> draft_unsure_;
+    int32_t cut_token_ = -1;
     std::vector<TokenDistribution> draft_q_;
     std::vector<int32_t> verify_;
     TokenDistribution target_p_;

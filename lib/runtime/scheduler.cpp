@@ -5,6 +5,7 @@
 #include <chrono>
 
 #include "core/error.h"
+#include "core/log.h"
 #include "core/utf8.h"
 #include "runtime/engine.h"
 #include "runtime/engine_entry.h"
@@ -469,7 +470,15 @@ void Engine::apply_locked(std::vector<Entry>& plan) {
         seq.tokens_.push_back(token);
         // A decode step without proposals is what speculation is compared with (one whose
         // drafting proposed nothing counts as speculating: it paid for the draft).
-        if (req.policy_ && e.n == 1 && e.start >= req.prompt_end_) req.policy_->observe(e.drafts(), 1, step_seconds_);
+        if (req.policy_ && e.n == 1 && e.start >= req.prompt_end_) {
+            req.policy_->observe(e.drafts(), 1, step_seconds_);
+            // The draft was unsure of its first token and proposed nothing: was it right?
+            if (req.cut_token_ >= 0) req.policy_->record_unsure(token == req.cut_token_);
+            if (log_enabled(LogLevel::debug))
+                log(LogLevel::debug, "speculation: {} step, nothing proposed (k {}, catch-up {}): {:.3f} ms, draft {} passes {:.3f} ms",
+                    e.drafts() ? "drafting" : "plain", e.k_max, e.draft_catchup, step_seconds_ * 1e3,
+                    step_draft_passes_, step_draft_seconds_ * 1e3);
+        }
         emit_locked(req, token, static_cast<int64_t>(seq.tokens_.size()));
     }
     const double seconds = step_seconds_ + std::chrono::duration<double>(Clock::now() - t0).count();

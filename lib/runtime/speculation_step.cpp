@@ -176,13 +176,24 @@ void Engine::plan_speculation_locked(Entry& e, int64_t budget, int64_t rows, int
             ctx->planned_tokens += n;
             return;
         }
-        const double target_step = step_cost_.decode_seconds();
-        const double draft_step = ctx->cost.decode_seconds();
-        costs.draft_token = target_step > 0.0 && draft_step > 0.0 ? draft_step / target_step : ctx->prior_cost;
-        // The draft's first passes can be cold (its weights not yet touched, or evicted by
-        // the target's): until a median of three is timed, the prior caps them, so that one
+        // A draft pass of n tokens in target decode steps: measured, or the prior (the
+        // target's own pass of n tokens scaled by the weight bytes). The draft's first
+        // passes of a size can be cold (its weights not yet touched, or evicted by the
+        // target's): until a median of three is timed, the prior caps them, so that one
         // slow pass does not rule speculation out before a fair measurement.
-        if (ctx->cost.timed(1) < 3) costs.draft_token = std::min(costs.draft_token, ctx->prior_cost);
+        const double target_step = step_cost_.decode_seconds();
+        auto draft_pass = [&](int64_t n) {
+            const double prior = target_step > 0.0
+                                     ? ctx->prior_cost * step_cost_.pass_seconds(n) / target_step
+                                     : ctx->prior_cost * static_cast<double>(n);
+            const double measured = ctx->cost.pass_seconds(n);
+            if (!(target_step > 0.0 && measured > 0.0)) return prior;
+            const double ratio = measured / target_step;
+            return ctx->cost.timed(n) < 3 ? std::min(ratio, prior) : ratio;
+        };
+        // The first pass feeds every token the draft has not seen (at least the last one).
+        costs.draft_first = draft_pass(std::max<int64_t>(1, lag));
+        costs.draft_token = draft_pass(1);
     }
     int64_t k = req.policy_->next(costs, static_cast<int32_t>(limit));
     if (k <= 0) return;
@@ -221,6 +232,8 @@ void Engine::draft_step(std::vector<Entry>& plan) {
     for (Entry& e : plan) {
         Request& req = *e.req;
         req.drafts_.clear();
+        req.draft_unsure_.clear();
+        req.cut_token_ = -1;
         if (!e.drafts()) continue;
         const Sequence& seq = *req.seq_;
         if (seq.spec_.mode == SpeculationOptions::Mode::prompt_lookup) {
@@ -312,11 +325,24 @@ void Engine::draft_step(std::vector<Entry>& plan) {
                 } catch (const Error&) {
                     token = -1;  // NaN rows from the draft: stop proposing
                 }
-                if (token < 0 || confidence < static_cast<double>(req.seq_->spec_.p_min)) {
+                if (token < 0) {
                     drafting[index] = 0;
                     continue;
                 }
+                const double p_min = static_cast<double>(req.seq_->spec_.p_min);
+                const bool unsure = confidence < p_min;
+                if (unsure) {
+                    // Greedy sequences learn how often unsure tokens are right after all
+                    // (DraftPolicy::record_unsure) and propose them once that reaches p_min.
+                    const bool greedy = ds.greedy() && req.sampler_->greedy();
+                    if (!greedy || !req.policy_->propose_unsure(p_min)) {
+                        if (greedy) req.cut_token_ = token;
+                        drafting[index] = 0;
+                        continue;
+                    }
+                }
                 req.drafts_.push_back(token);
+                req.draft_unsure_.push_back(unsure ? 1 : 0);
                 if (static_cast<int32_t>(req.drafts_.size()) >= e.k_max) drafting[index] = 0;
             }
         }
@@ -345,6 +371,8 @@ void Engine::verify_locked(Entry& e) {
                 if (sampler.greedy()) {
                     token = sampler.sample(row, seq.tokens_);
                     kept = token == draft;
+                    if (static_cast<size_t>(i) < req.draft_unsure_.size() && req.draft_unsure_[static_cast<size_t>(i)])
+                        req.policy_->record_unsure(kept);  // (prompt lookup marks none)
                 } else {
                     sampler.distribution(row, seq.tokens_, req.target_p_);
                     const TokenDistribution* q = point_drafts || req.draft_sampler_->greedy()
@@ -358,6 +386,7 @@ void Engine::verify_locked(Entry& e) {
                 }
             } else {
                 token = sampler.sample(row, seq.tokens_);  // every proposal kept: one more from the last row
+                if (req.cut_token_ >= 0) req.policy_->record_unsure(token == req.cut_token_);
             }
             seq.tokens_.push_back(token);
             ++produced;
@@ -380,6 +409,10 @@ void Engine::verify_locked(Entry& e) {
     register_full_blocks(seq, e.start);
     trim_draft(seq, n_before + accepted);
     req.policy_->observe(true, static_cast<int64_t>(seq.tokens_.size()) - n_before, step_seconds_);
+    if (log_enabled(LogLevel::debug))
+        log(LogLevel::debug, "speculation: {} proposed (k {}), {} kept, acceptance estimate {:.2f}: {:.3f} ms, draft {} passes {:.3f} ms",
+            m, e.k_max, accepted, req.policy_->acceptance(), step_seconds_ * 1e3, step_draft_passes_,
+            step_draft_seconds_ * 1e3);
     if (m > 0) {
         req.policy_->record(static_cast<int32_t>(m), static_cast<int32_t>(accepted));
         const SpeculationStats round{1, m, accepted};

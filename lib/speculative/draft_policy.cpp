@@ -15,6 +15,7 @@ double DraftPolicy::acceptance() const { return successes_ / (successes_ + failu
 
 SpeculationCosts SpeculationCosts::linear(double verify_token, double draft_token, int32_t k_max) {
     SpeculationCosts c;
+    c.draft_first = draft_token;
     c.draft_token = draft_token;
     c.verify.resize(static_cast<size_t>(std::max<int32_t>(1, k_max)) + 1);
     for (size_t k = 0; k < c.verify.size(); ++k) c.verify[k] = verify_token * static_cast<double>(k);
@@ -29,9 +30,13 @@ double SpeculationCosts::verify_cost(int32_t k) const {
     return verify.back() + per_token * static_cast<double>(k - last);
 }
 
+double SpeculationCosts::draft_cost(int32_t k) const {
+    return k <= 0 ? 0.0 : draft_first + static_cast<double>(k - 1) * draft_token;
+}
+
 double DraftPolicy::gain(double a, int32_t k, const SpeculationCosts& costs) {
     const double expected = a >= 1.0 ? static_cast<double>(k + 1) : (1.0 - std::pow(a, k + 1)) / (1.0 - a);
-    return expected / (1.0 + costs.verify_cost(k) + static_cast<double>(k) * costs.draft_token);
+    return expected / (1.0 + costs.verify_cost(k) + costs.draft_cost(k));
 }
 
 int32_t DraftPolicy::next(const SpeculationCosts& costs, int32_t limit) {
@@ -101,6 +106,11 @@ int32_t DraftPolicy::choose(const SpeculationCosts& costs, int32_t k_max) {
     steps_since_probe_ = 0;
     probe_interval_ = std::min(kMaxProbe, probe_interval_ * 2);
     return 1;
+}
+
+void DraftPolicy::record_unsure(bool accepted) {
+    unsure_successes_ = unsure_successes_ * kUnsureDecay + (accepted ? 1.0 : 0.0);
+    unsure_failures_ = unsure_failures_ * kUnsureDecay + (accepted ? 0.0 : 1.0);
 }
 
 void DraftPolicy::record(int32_t proposed, int32_t accepted) {

@@ -3,9 +3,11 @@
 // Verifying k draft tokens costs one target pass over k+1 tokens plus, with a draft
 // model, k draft passes; it yields 1 + (accepted tokens). With a per-token acceptance
 // rate a, the expected yield of k proposals is (1 - a^(k+1)) / (1 - a) tokens, against a
-// cost of 1 + v(k) + k * d target decode steps, v(k) being what k more tokens add to the
-// target's pass and d one draft pass, relative to a decode step (SpeculationCosts; v is
-// measured per pass size, far from linear on a CPU). The policy proposes the
+// cost of 1 + v(k) + f + (k - 1) * d target decode steps, v(k) being what k more tokens
+// add to the target's pass, f the draft's first pass (which also feeds the tokens it has
+// not seen: the last one, the target's bonus token, a catch-up after plain steps) and d
+// each further draft pass, relative to a decode step (SpeculationCosts; v is measured
+// per pass size, far from linear on a CPU). The policy proposes the
 // k in [1, n_max] with the best yield per cost, and nothing when even that is no gain; then
 // it probes with k = 1 now and again (less often while probes keep failing), so a
 // sequence whose text becomes predictable gets speculation back. When the costs rule
@@ -24,6 +26,14 @@
 // weighing most: each round adds its accepted tokens to a success count and, when a token
 // was rejected, one failure (the geometric model's maximum likelihood), both decaying,
 // starting from a prior worth two tokens.
+//
+// A draft model stops proposing at a token it is unsure of (its probability under p_min):
+// the confidence stands in for the chance the target agrees. For a draft that is a
+// quantized copy of the target the two agree on most unsure tokens too, and the cut costs
+// a draft pass for nothing (and often the whole step's proposals). So the policy also
+// keeps the acceptance of unsure tokens, learnt from the ones proposed and, for greedy
+// sequences, from each cut-off token against the target's own choice at its position;
+// when that rate reaches p_min, unsure tokens are proposed like the others.
 #pragma once
 
 #include <cstdint>
@@ -37,11 +47,14 @@ struct SpeculationCosts {
     // verify[k]: what k more tokens add to the target's pass, in target decode steps
     // (verify[0] = 0); past the table, its last entry's cost per token.
     std::vector<double> verify;
-    double draft_token = 0.0;  // one draft pass, in target decode steps (0: prompt lookup)
+    double draft_first = 0.0;  // the first draft pass, in target decode steps (0: prompt lookup)
+    double draft_token = 0.0;  // each further draft pass
 
-    // Every further token in the target's pass costing `verify_token`.
+    // Every further token in the target's pass costing `verify_token`, every draft pass
+    // `draft_token`.
     static SpeculationCosts linear(double verify_token, double draft_token, int32_t k_max = 64);
     [[nodiscard]] double verify_cost(int32_t k) const;
+    [[nodiscard]] double draft_cost(int32_t k) const;
 };
 
 class DraftPolicy {
@@ -60,6 +73,12 @@ public:
     // proposals in it.
     void observe(bool speculated, int64_t tokens, double seconds);
     [[nodiscard]] bool vetoed() const { return veto_left_ > 0; }
+    // The fate of a token the draft was unsure of: proposed and checked, or cut off and
+    // compared with the target's token at its position.
+    void record_unsure(bool accepted);
+    // Whether unsure tokens are accepted at least `p_min` of the time.
+    [[nodiscard]] bool propose_unsure(double p_min) const { return unsure_acceptance() >= p_min; }
+    [[nodiscard]] double unsure_acceptance() const { return unsure_successes_ / (unsure_successes_ + unsure_failures_); }
 
     [[nodiscard]] double acceptance() const;
     [[nodiscard]] int32_t n_max() const { return n_max_; }
@@ -93,6 +112,11 @@ private:
     static constexpr double kPriorWeight = 2.0;
     double successes_;
     double failures_;
+    // Unsure tokens: a prior of one success in five, so that it takes a run of agreements
+    // (three with p_min 0.5) before they are proposed; the last ten or so outcomes weigh most.
+    static constexpr double kUnsureDecay = 0.9;
+    double unsure_successes_ = 1.0;
+    double unsure_failures_ = 4.0;
     int32_t probe_interval_ = kFirstProbe;
     int32_t steps_since_probe_ = 0;
     int32_t decode_steps_ = 0;

@@ -170,3 +170,25 @@ TEST_CASE("speculation that measures no faster than plain decoding is vetoed, th
     REQUIRE_FALSE(p.vetoed());
     REQUIRE(p.next(cheap, 100) > 0);
 }
+
+TEST_CASE("unsure tokens are proposed once they prove right, and no longer once they prove wrong",
+          "[speculative][policy]") {
+    DraftPolicy p(8);
+    REQUIRE_FALSE(p.propose_unsure(0.5));  // the prior: one in five
+    p.record_unsure(true);
+    p.record_unsure(true);
+    REQUIRE_FALSE(p.propose_unsure(0.5));
+    p.record_unsure(true);
+    REQUIRE(p.propose_unsure(0.5));  // three agreements in a row
+    REQUIRE_FALSE(p.propose_unsure(0.9));
+    for (int i = 0; i < 20; ++i) p.record_unsure(true);
+    REQUIRE(p.propose_unsure(0.9));
+    REQUIRE(p.unsure_acceptance() > 0.9);
+    // Then the text turns: at one in four, the estimate follows it down within a dozen.
+    for (int i = 0; i < 12; ++i) p.record_unsure(i % 4 == 0);
+    REQUIRE_FALSE(p.propose_unsure(0.5));
+    REQUIRE(p.unsure_acceptance() > 0.15);
+    REQUIRE(p.unsure_acceptance() < 0.5);
+    // The overall acceptance estimate is a separate matter.
+    REQUIRE(p.acceptance() == Approx(0.75));
+}

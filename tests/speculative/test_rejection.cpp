@@ -4,9 +4,11 @@
 // CDF; top_probability is the softmax maximum.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <random>
+#include <vector>
 
 #include "speculative/rejection.h"
 
@@ -121,4 +123,29 @@ TEST_CASE("draw_token is the inverse CDF; top_probability is the softmax maximum
     REQUIRE(top_probability(logits) == Approx(0.75).epsilon(1e-6));
     const std::vector<float> all_nan = {nan, nan};
     REQUIRE(top_probability(all_nan) == 0.0);
+    const float inf = std::numeric_limits<float>::infinity();
+    REQUIRE(top_probability(std::vector<float>{1.0f, inf, 2.0f, inf}) == 0.5);
+    REQUIRE(top_probability(std::vector<float>{-inf, -inf, nan}) == 0.5);
+
+    // Against a float64 softmax on vocabularies of every length around the vectorised
+    // lanes, with NaN, -inf and logits far below the maximum mixed in.
+    std::mt19937 rng(7);
+    std::normal_distribution<float> normal(0.0f, 4.0f);
+    for (const size_t n : {size_t{1}, size_t{15}, size_t{16}, size_t{17}, size_t{33}, size_t{32000}}) {
+        std::vector<float> v(n);
+        for (float& x : v) x = normal(rng);
+        if (n > 16) {
+            v[3] = nan;
+            v[n - 1] = -inf;
+            v[n / 2] = -200.0f;
+        }
+        float max_logit = -inf;
+        for (const float x : v)
+            if (!std::isnan(x)) max_logit = std::max(max_logit, x);
+        double sum = 0.0;
+        for (const float x : v)
+            if (!std::isnan(x)) sum += std::exp(static_cast<double>(x) - static_cast<double>(max_logit));
+        INFO("vocabulary of " << n);
+        REQUIRE(top_probability(v) == Approx(1.0 / sum).epsilon(1e-5));
+    }
 }

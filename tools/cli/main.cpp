@@ -4,9 +4,11 @@
 #include <algorithm>
 #include <array>
 #include <cstdio>
+#include <cstdlib>
 #include <exception>
 #include <span>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include <fmt/format.h>
@@ -41,6 +43,8 @@ void print_main_usage(std::FILE* out) {
     fmt::print(out,
                "\n  help [COMMAND]  show this help or a command's options (also: inlay COMMAND --help)\n"
                "  --version       show the version\n\n"
+               "environment: INLAY_LOG_LEVEL=debug|info|warn|error sets what the library logs to stderr\n"
+               "(default warn; debug traces every speculative decoding step)\n\n"
                "exit codes: 0 success, 1 error reported by the library, 2 bad command line\n");
 }
 
@@ -70,9 +74,27 @@ int run_command(const CommandEntry& command, std::span<const std::string_view> a
     }
 }
 
+// INLAY_LOG_LEVEL: the library's log threshold for this run (the default sink, stderr).
+void apply_log_level() {
+    const char* env = std::getenv("INLAY_LOG_LEVEL");
+    if (!env || !*env) return;
+    const std::string_view v(env);
+    constexpr std::array<std::pair<std::string_view, inlay_log_level>, 4> levels{
+        {{"debug", INLAY_LOG_DEBUG}, {"info", INLAY_LOG_INFO}, {"warn", INLAY_LOG_WARN}, {"error", INLAY_LOG_ERROR}}};
+    for (const auto& [name, level] : levels) {
+        if (v == name) {
+            inlay_set_log_sink(nullptr, level, nullptr);
+            return;
+        }
+    }
+    fmt::print(stderr, "inlay: ignoring INLAY_LOG_LEVEL={} (debug, info, warn or error)\n",
+               inlay::cli::c_quoted(v.substr(0, std::min<size_t>(v.size(), 64))));
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+    apply_log_level();
     const std::vector<std::string_view> args(argv + 1, argv + argc);
     if (args.empty()) {
         print_main_usage(stderr);
