@@ -116,11 +116,19 @@ inline void prefetch_ahead(const void* p) {
 // kPrefetchBytes on at every block (a few scattered lines at a time, each asked for up to
 // three times) held groups of short rows from DRAM at half the bandwidth of a single row
 // (Zen 4, bench_kernels vec_dot_rows 151936 x 1024: Q4_0 9.5 -> 20 GB/s, Q5_0 9.4 -> 18.3).
-template <int R>
+//
+// Hint: L1 (T0) for the block formats; L2 (T1) for the float kernels, whose tiles walk a
+// group of rows once per few tokens (F32 4 x 4 tiles, so 5 to 8 tokens are two walks):
+// lines brought into L1 ahead evicted the group's rows between walks, and the walks after
+// the first ask for nothing new, so DRAM idled while they ran. Zen 4, bench_kernels
+// 151936 x 1024 from DRAM, one thread, T0 -> T1: F32 tiles 5 tokens 57 -> 35 ms, 8 tokens
+// 66 -> 51, F16 2 tokens 28 -> 17, 5 tokens 31 -> 21; F32 rows 34 -> 30. Q8_0 lost with T1
+// (rows 8.4 -> 9.4-10.5 ms), so the block formats keep T0.
+template <int R, auto Hint = _MM_HINT_T0>
 inline void prefetch_rows(const void* w0, size_t stride, size_t at, size_t step) {
     const size_t ahead = R == 1 ? kPrefetchBytes : std::max(kPrefetchBytes, R * stride);
     const uintptr_t p = reinterpret_cast<uintptr_t>(w0) + ahead + at * R;  // may lie past the end
-    for (size_t o = 0; o < R * step; o += 64) _mm_prefetch(reinterpret_cast<const char*>(p + o), _MM_HINT_T0);
+    for (size_t o = 0; o < R * step; o += 64) _mm_prefetch(reinterpret_cast<const char*>(p + o), Hint);
 }
 
 // Prefetches part [begin, end) of `parts` equal parts of the `span` bytes at p into L2: a

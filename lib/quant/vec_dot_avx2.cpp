@@ -46,7 +46,7 @@ void dot_float(int64_t n, float* result, const uint8_t* w, size_t stride, const 
     }
     int64_t i = 0;
     for (; i + 8 * U <= n; i += 8 * U) {
-        prefetch_rows<R>(w, stride, static_cast<size_t>(i) * sizeof(Elem), 8 * U * sizeof(Elem));
+        prefetch_rows<R, _MM_HINT_T1>(w, stride, static_cast<size_t>(i) * sizeof(Elem), 8 * U * sizeof(Elem));
         for (int u = 0; u < U; ++u) {
             const __m256 xv = E::load(x + i + 8 * u);
             for (int r = 0; r < R; ++r) acc[r][u] = _mm256_fmadd_ps(E::load(wr[r] + i + 8 * u), xv, acc[r][u]);
