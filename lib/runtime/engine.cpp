@@ -282,7 +282,9 @@ void Engine::submit(Sequence& seq, const std::shared_ptr<Request>& request) {
         std::lock_guard lock(mutex_);
         require_idle(seq, seq.active_, "generate");
         if (req.kind == Request::Kind::generate && seq.spec_.mode != SpeculationOptions::Mode::none) {
-            req.policy_ = std::make_unique<DraftPolicy>(seq.spec_.n_draft, seq.spec_.n_draft_min);
+            if (!seq.policy_) seq.policy_ = std::make_unique<DraftPolicy>(seq.spec_.n_draft, seq.spec_.n_draft_min);
+            seq.policy_->begin_request();
+            req.policy_ = seq.policy_.get();
             if (seq.spec_.mode == SpeculationOptions::Mode::draft_model) {
                 SamplingParams draft_sampling = req.sampling;
                 draft_sampling.seed ^= 0x9e3779b97f4a7c15ull;  // its own random stream

@@ -83,7 +83,7 @@ private:
     // drawn from (draft model, sampling) and the verified chunk (last token + proposals);
     // which proposals the draft was unsure of (under p_min), and the unsure token it cut
     // off at, if any (greedy sequences: its position is the one after the proposals).
-    std::unique_ptr<DraftPolicy> policy_;
+    DraftPolicy* policy_ = nullptr;  // the sequence's
     std::unique_ptr<Sampler> draft_sampler_;
     std::vector<int32_t> drafts_;
     std::vector<char> draft_unsure_;

@@ -8,10 +8,12 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "runtime/kv_block_pool.h"
 #include "runtime/speculation.h"
+#include "speculative/draft_policy.h"
 
 namespace inlay {
 
@@ -46,6 +48,9 @@ private:
     // this conversation lives in its context's pool: draft_cached_ tokens of tokens_, in
     // blocks_for(draft_cached_) blocks at rest (more while a step drafts). Never shared.
     SpeculationOptions spec_;
+    // What speculation has learnt about this conversation (acceptance, the draft's unsure
+    // tokens, whether it pays): kept across its requests, new when the options change.
+    std::unique_ptr<DraftPolicy> policy_;
     DraftContext* draft_ = nullptr;
     std::vector<BlockId> draft_blocks_;
     int64_t draft_cached_ = 0;

@@ -54,6 +54,7 @@ void Engine::set_speculation(Sequence& seq, const SpeculationOptions& options) {
     }
     seq.spec_ = options;
     if (!with_draft) seq.spec_.draft.reset();
+    seq.policy_.reset();  // learnt for other options
 }
 
 DraftContext& Engine::draft_context_locked(const std::shared_ptr<const Model>& draft) {

@@ -71,7 +71,7 @@ void DraftPolicy::observe(bool speculated, int64_t tokens, double seconds) {
         return;
     }
     (speculated ? spec_ : plain_).add({tokens, seconds});
-    if (!speculated || plain_.size() < kJudge || spec_.size() < kJudge) return;
+    if (!speculated || plain_.size() < kWarmup || spec_.size() < kJudge) return;
     if (seconds_per_token(spec_) > seconds_per_token(plain_) / kMinGain) {
         // No faster than plain decoding (by the same margin the cost model asks for).
         veto_left_ = veto_interval_;

@@ -64,6 +64,11 @@ public:
     // observed tokens).
     explicit DraftPolicy(int32_t n_max, int32_t n_min = 0, double prior_acceptance = 0.75);
 
+    // A sequence keeps its policy across its requests; each request's first speculating
+    // step is left out of the comparison again (it carries the draft's catch-up on the
+    // new input).
+    void begin_request() { spec_started_ = false; }
+
     // The proposals to make this step (0: decode without speculation), at most `limit`.
     // Call once per step in which the sequence decodes.
     int32_t next(const SpeculationCosts& costs, int32_t limit);
@@ -93,7 +98,9 @@ private:
     static constexpr int32_t kFirstProbe = 4;    // decode steps between probes, at first
     static constexpr int32_t kMaxProbe = 64;     // ... and at most
     static constexpr int32_t kWarmup = 4;        // plain decode steps measured first
-    static constexpr int32_t kJudge = 3;         // steps of each kind before comparing them
+    static constexpr int32_t kJudge = 6;         // speculating steps before comparing (3 were
+                                                 // too few: a start that learns which unsure
+                                                 // tokens to propose looked slow and was vetoed)
     static constexpr int32_t kFirstVeto = 16;    // decode steps without speculation, at first
     static constexpr int32_t kMaxVeto = 512;
     static constexpr int kWindow = 8;            // recent steps of each kind timed

@@ -146,8 +146,8 @@ TEST_CASE("speculation that measures no faster than plain decoding is vetoed, th
         p.observe(false, 1, 0.010);  // 10 ms per token plainly
     }
     // Speculating: 3 tokens a step, but 45 ms a step: slower per token. The first such
-    // step is not counted (a draft's cold start).
-    for (int i = 0; i < 4; ++i) {
+    // step is not counted (a draft's cold start); six are, then it is judged.
+    for (int i = 0; i < 7; ++i) {
         REQUIRE_FALSE(p.vetoed());
         const int32_t k = p.next(cheap, 100);
         REQUIRE(k == 4);
@@ -163,7 +163,7 @@ TEST_CASE("speculation that measures no faster than plain decoding is vetoed, th
     }
     REQUIRE(plain == 16);
     // Measured again; this time it pays (3 tokens in 20 ms): no veto.
-    for (int i = 0; i < 3; ++i) {
+    for (int i = 0; i < 8; ++i) {
         REQUIRE(p.next(cheap, 100) > 0);
         p.observe(true, 3, 0.020);
     }
@@ -191,4 +191,41 @@ TEST_CASE("unsure tokens are proposed once they prove right, and no longer once 
     REQUIRE(p.unsure_acceptance() < 0.5);
     // The overall acceptance estimate is a separate matter.
     REQUIRE(p.acceptance() == Approx(0.75));
+}
+
+TEST_CASE("a sequence's next request leaves its first speculating step out again", "[speculative][policy]") {
+    // The policy outlives a request (what it learnt about the pair holds for the next
+    // one), but each request's first speculating step carries the draft's catch-up on the
+    // new input and says nothing about the steady state.
+    const SpeculationCosts cheap = SpeculationCosts::linear(0.0, 0.0);
+    DraftPolicy p(4);
+    for (int i = 0; i < 4; ++i) {
+        REQUIRE(p.next(cheap, 100) == 0);
+        p.observe(false, 1, 0.010);
+    }
+    for (int i = 0; i < 8; ++i) {
+        REQUIRE(p.next(cheap, 100) > 0);
+        p.observe(true, 3, 0.020);  // pays: 6.7 ms a token against 10
+    }
+    p.begin_request();
+    REQUIRE(p.next(cheap, 100) > 0);  // no warm-up again
+    p.observe(true, 3, 0.300);        // the catch-up on a long prompt
+    for (int i = 0; i < 6; ++i) {
+        REQUIRE(p.next(cheap, 100) > 0);
+        p.observe(true, 3, 0.020);
+    }
+    REQUIRE_FALSE(p.vetoed());
+    // Counted, the same step would have been judged a loss (13.5 ms a token over the window).
+    DraftPolicy q(4);
+    for (int i = 0; i < 4; ++i) {
+        q.next(cheap, 100);
+        q.observe(false, 1, 0.010);
+    }
+    q.next(cheap, 100);
+    q.observe(true, 3, 0.020);  // the first, left out
+    for (int i = 0; i < 6; ++i) {
+        REQUIRE(q.next(cheap, 100) > 0);
+        q.observe(true, 3, i == 0 ? 0.300 : 0.020);
+    }
+    REQUIRE(q.vetoed());
 }
