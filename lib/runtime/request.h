@@ -87,6 +87,7 @@ private:
     std::unique_ptr<Sampler> draft_sampler_;
     std::vector<int32_t> drafts_;
     std::vector<char> draft_unsure_;
+    bool draft_cut_ = false;  // drafting stopped at a token under p_min
     int32_t cut_token_ = -1;
     std::vector<TokenDistribution> draft_q_;
     std::vector<int32_t> verify_;

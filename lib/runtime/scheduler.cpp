@@ -473,6 +473,7 @@ void Engine::apply_locked(std::vector<Entry>& plan) {
         if (req.policy_ && e.n == 1 && e.start >= req.prompt_end_) {
             req.policy_->observe(e.drafts(), 1, step_seconds_);
             // The draft was unsure of its first token and proposed nothing: was it right?
+            if (req.draft_cut_) req.policy_->record(0, 0, true);
             if (req.cut_token_ >= 0) req.policy_->record_unsure(token == req.cut_token_);
             if (log_enabled(LogLevel::debug))
                 log(LogLevel::debug, "speculation: {} step, nothing proposed (k {}, catch-up {}): {:.3f} ms, draft {} passes {:.3f} ms",

@@ -234,6 +234,7 @@ void Engine::draft_step(std::vector<Entry>& plan) {
         Request& req = *e.req;
         req.drafts_.clear();
         req.draft_unsure_.clear();
+        req.draft_cut_ = false;
         req.cut_token_ = -1;
         if (!e.drafts()) continue;
         const Sequence& seq = *req.seq_;
@@ -337,6 +338,7 @@ void Engine::draft_step(std::vector<Entry>& plan) {
                     // (DraftPolicy::record_unsure) and propose them once that reaches p_min.
                     const bool greedy = ds.greedy() && req.sampler_->greedy();
                     if (!greedy || !req.policy_->propose_unsure(p_min)) {
+                        req.draft_cut_ = true;
                         if (greedy) req.cut_token_ = token;
                         drafting[index] = 0;
                         continue;
@@ -414,8 +416,8 @@ void Engine::verify_locked(Entry& e) {
         log(LogLevel::debug, "speculation: {} proposed (k {}), {} kept, acceptance estimate {:.2f}: {:.3f} ms, draft {} passes {:.3f} ms",
             m, e.k_max, accepted, req.policy_->acceptance(), step_seconds_ * 1e3, step_draft_passes_,
             step_draft_seconds_ * 1e3);
+    req.policy_->record(static_cast<int32_t>(m), static_cast<int32_t>(accepted), req.draft_cut_);
     if (m > 0) {
-        req.policy_->record(static_cast<int32_t>(m), static_cast<int32_t>(accepted));
         const SpeculationStats round{1, m, accepted};
         req.speculation += round;
         counters_.speculation += round;

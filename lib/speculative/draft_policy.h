@@ -17,15 +17,20 @@
 // The cost model can be wrong (two models' weights evicting each other from the cache
 // make both slower than either alone), so the policy also watches the outcome: the time
 // per token of its recent steps with and without proposals (seconds over tokens of the
-// last kWindow of each). Its first decode steps are plain (to measure them), and its first
-// speculating step is not counted (it carries the draft's cold start); when speculating
-// turns out no faster, it is vetoed for a while (the veto doubling while it keeps being
-// right), then measured again.
+// last kWindow of each). Its first decode steps are plain (to measure them), and the first
+// speculating step of a request or after a veto is not counted (it carries the draft's
+// cold start or its catch-up on the tokens decoded without it); when speculating turns
+// out no faster, it is vetoed for a while (the veto doubling while it keeps being right),
+// then measured again.
 //
 // The acceptance rate is estimated from the verifications so far, the recent ones
 // weighing most: each round adds its accepted tokens to a success count and, when a token
 // was rejected, one failure (the geometric model's maximum likelihood), both decaying,
-// starting from a prior worth two tokens.
+// starting from a prior worth two tokens. A draft that stops at a token under p_min ends
+// the run as a rejection does, so that counts as a failure too: the rate is that of a
+// run going on, which is what the expected yield needs (a high p_min that cuts most
+// drafts at their first token made every step pay a draft pass for nothing, 5% slower
+// than plain decoding, while the rate of the few proposals made stayed at 100%).
 //
 // A draft model stops proposing at a token it is unsure of (its probability under p_min):
 // the confidence stands in for the chance the target agrees. For a draft that is a
@@ -72,8 +77,10 @@ public:
     // The proposals to make this step (0: decode without speculation), at most `limit`.
     // Call once per step in which the sequence decodes.
     int32_t next(const SpeculationCosts& costs, int32_t limit);
-    // The outcome of a verification: `proposed` tokens checked, the first `accepted` kept.
-    void record(int32_t proposed, int32_t accepted);
+    // The outcome of a step's drafting: `proposed` tokens checked, the first `accepted`
+    // kept; `cut`: the draft stopped at a token under p_min before the step's k (with
+    // nothing proposed, too: the draft pass was paid for no proposal).
+    void record(int32_t proposed, int32_t accepted, bool cut = false);
     // The wall time of a step of this sequence and the tokens it gave it, with or without
     // proposals in it.
     void observe(bool speculated, int64_t tokens, double seconds);
@@ -103,7 +110,7 @@ private:
                                                  // tokens to propose looked slow and was vetoed)
     static constexpr int32_t kFirstVeto = 16;    // decode steps without speculation, at first
     static constexpr int32_t kMaxVeto = 512;
-    static constexpr int kWindow = 8;            // recent steps of each kind timed
+    static constexpr int kWindow = 12;           // recent steps of each kind timed (8 were noisy)
 
     struct Step {
         int64_t tokens = 0;

@@ -162,7 +162,10 @@ TEST_CASE("speculation that measures no faster than plain decoding is vetoed, th
         ++plain;
     }
     REQUIRE(plain == 16);
-    // Measured again; this time it pays (3 tokens in 20 ms): no veto.
+    // Measured again; this time it pays (3 tokens in 20 ms): no veto. The first step
+    // after the veto feeds the draft the 16 tokens decoded without it: left out.
+    REQUIRE(p.next(cheap, 100) > 0);
+    p.observe(true, 3, 0.200);
     for (int i = 0; i < 8; ++i) {
         REQUIRE(p.next(cheap, 100) > 0);
         p.observe(true, 3, 0.020);
@@ -228,4 +231,27 @@ TEST_CASE("a sequence's next request leaves its first speculating step out again
         q.observe(true, 3, i == 0 ? 0.300 : 0.020);
     }
     REQUIRE(q.vetoed());
+}
+
+TEST_CASE("a draft that stops at p_min counts as a run ended, and speculation backs off", "[speculative][policy]") {
+    // Every proposal made is kept, but most steps' drafts stop at their first token (the
+    // draft under p_min): the rate of a run going on is low, so the policy stops drafting.
+    const SpeculationCosts costs = SpeculationCosts::linear(0.05, 0.2);
+    DraftPolicy p(8);
+    for (int i = 0; i < 4; ++i) REQUIRE(p.next(costs, 100) == 0);
+    int64_t drafting_steps = 0;
+    for (int step = 0; step < 400; ++step) {
+        const int32_t k = p.next(costs, 100);
+        if (k == 0) continue;
+        ++drafting_steps;
+        if (step % 5 == 0) p.record(1, 1, true);  // one kept, then cut
+        else p.record(0, 0, true);                // cut at the first token
+    }
+    INFO("drafting steps " << drafting_steps);
+    REQUIRE(p.acceptance() < 0.3);
+    REQUIRE(drafting_steps < 40);
+    // Without the cuts the same proposals would have looked perfect.
+    DraftPolicy q(8);
+    for (int i = 0; i < 10; ++i) q.record(1, 1);
+    REQUIRE(q.acceptance() > 0.95);
 }
