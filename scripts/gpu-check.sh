@@ -220,6 +220,12 @@ run() {
       --text "$text" -n 128 -r 3
     run_step bench_lookup4_stories15M 60 "$bundle/build/tools/inlay" bench -m "$story" --device "$bdev" --lookup \
       --text "$text" --n-draft 4 --n-draft-min 4 -n 128 -r 3
+    # A draft model on the device: the file drafting for itself (every proposal must be
+    # kept; the tool checks the tokens against plain decoding), adaptive and forced.
+    run_step bench_draft_self_stories15M 60 "$bundle/build/tools/inlay" bench -m "$story" --device "$bdev" \
+      --draft "$story" -n 128 -r 3
+    run_step bench_draft4_self_stories15M 60 "$bundle/build/tools/inlay" bench -m "$story" --device "$bdev" \
+      --draft "$story" --n-draft 4 --n-draft-min 4 -n 128 -r 3
   fi
   # Where decode time goes: every kernel's duration under Nsight Compute (one metric, the
   # first 1500 launches: an 8-token prompt on the GEMV path and the first decode steps),
