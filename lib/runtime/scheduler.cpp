@@ -312,15 +312,16 @@ bool Engine::samples_token(const Entry& e) {
 void Engine::plan_step_output(std::vector<Entry>& plan) {
     // Ids alone come back when the device can choose every row's token (a GPU then sends
     // a few bytes per sequence instead of n_vocab floats): argmax when every row is plain
-    // greedy, sample_rows when every row's chain allows it.
+    // greedy (a greedy verification of proposals included: it compares each row's argmax
+    // with the proposal), sample_rows when every row's chain allows it.
     bool argmax = true, device = options_.sample_on_device;
     for (Entry& e : plan) {
         e.device_sampled = false;
         if (e.n_rows == 0) continue;
         const Request& req = *e.req;
-        const bool generates = req.kind == Request::Kind::generate && req.drafts_.empty() && req.sampler_;
+        const bool generates = req.kind == Request::Kind::generate && req.sampler_;
         if (!(generates && req.sampler_->plain_argmax())) argmax = false;
-        if (!(generates && req.sampler_->device_samplable())) device = false;
+        if (!(generates && req.drafts_.empty() && req.sampler_->device_samplable())) device = false;
     }
     step_output_ = argmax ? StepOutput::argmax : StepOutput::logits;
     if (argmax || !device) return;

@@ -362,6 +362,11 @@ void Engine::verify_locked(Entry& e) {
     const auto m = static_cast<int64_t>(req.drafts_.size());
     Sampler& sampler = *req.sampler_;
     const bool point_drafts = seq.spec_.mode == SpeculationOptions::Mode::prompt_lookup;
+    // Greedy rows came back as their argmax ids when the step could (plan_step_output).
+    auto greedy_token = [&](int64_t i, std::span<const float> row) {
+        return step_output_ == StepOutput::argmax ? sampler.from_argmax(step_ids_[static_cast<size_t>(e.row + i)])
+                                                  : sampler.sample(row, seq.tokens_);
+    };
     int64_t accepted = 0;
     int64_t produced = static_cast<int64_t>(req.generated.size());
     try {
@@ -372,7 +377,7 @@ void Engine::verify_locked(Entry& e) {
             if (i < m) {
                 const int32_t draft = req.drafts_[static_cast<size_t>(i)];
                 if (sampler.greedy()) {
-                    token = sampler.sample(row, seq.tokens_);
+                    token = greedy_token(i, row);
                     kept = token == draft;
                     if (static_cast<size_t>(i) < req.draft_unsure_.size() && req.draft_unsure_[static_cast<size_t>(i)])
                         req.policy_->record_unsure(kept);  // (prompt lookup marks none)
@@ -388,7 +393,8 @@ void Engine::verify_locked(Entry& e) {
                     kept = v.accepted;
                 }
             } else {
-                token = sampler.sample(row, seq.tokens_);  // every proposal kept: one more from the last row
+                // Every proposal kept: one more from the last row.
+                token = sampler.greedy() ? greedy_token(i, row) : sampler.sample(row, seq.tokens_);
                 if (req.cut_token_ >= 0) req.policy_->record_unsure(token == req.cut_token_);
             }
             seq.tokens_.push_back(token);

@@ -132,6 +132,10 @@ TEST_CASE("prompt lookup proposes from a repetitive context and keeps the output
     const GenerateResult got = run_one(engine, fixed(lookup(), 8), prompt, greedy(40));
     REQUIRE(got.tokens == plain.tokens);
     REQUIRE(got.speculation.proposed > 0);
+    // Greedy verifications need each row's argmax only: every step brought back ids, not
+    // logits (on a GPU, a few bytes a row instead of the vocabulary).
+    const EngineMetrics m = engine->metrics();
+    REQUIRE(m.argmax_steps == m.steps);
     REQUIRE(got.speculation.accepted > 0);
     INFO("accepted " << got.speculation.accepted << " of " << got.speculation.proposed << " in "
                      << got.speculation.rounds << " rounds");
