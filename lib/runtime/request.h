@@ -88,7 +88,7 @@ private:
     std::vector<int32_t> drafts_;
     std::vector<char> draft_unsure_;
     bool draft_cut_ = false;  // drafting stopped at a token under p_min
-    int32_t cut_token_ = -1;
+    int32_t cut_token_ = -1;  // that token (its distribution is draft_q_[drafts_.size()] when sampled)
     std::vector<TokenDistribution> draft_q_;
     std::vector<int32_t> verify_;
     TokenDistribution target_p_;

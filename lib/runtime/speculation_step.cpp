@@ -322,7 +322,9 @@ void Engine::draft_step(std::vector<Entry>& plan) {
                         TokenDistribution& q = req.draft_q_[req.drafts_.size()];
                         ds.distribution(logits, history, q);
                         token = draw_token(q, ds.uniform());
-                        confidence = q.prob(token);
+                        // The distribution's certainty, not the drawn token's probability:
+                        // stopping on the draw would bias what the rejection rule keeps.
+                        confidence = top_probability(q);
                     }
                 } catch (const Error&) {
                     token = -1;  // NaN rows from the draft: stop proposing
@@ -333,16 +335,13 @@ void Engine::draft_step(std::vector<Entry>& plan) {
                 }
                 const double p_min = static_cast<double>(req.seq_->spec_.p_min);
                 const bool unsure = confidence < p_min;
-                if (unsure) {
-                    // Greedy sequences learn how often unsure tokens are right after all
-                    // (DraftPolicy::record_unsure) and propose them once that reaches p_min.
-                    const bool greedy = ds.greedy() && req.sampler_->greedy();
-                    if (!greedy || !req.policy_->propose_unsure(p_min)) {
-                        req.draft_cut_ = true;
-                        if (greedy) req.cut_token_ = token;
-                        drafting[index] = 0;
-                        continue;
-                    }
+                if (unsure && !req.policy_->propose_unsure(p_min)) {
+                    // Cut here; what the target does at this position tells the policy how
+                    // often unsure tokens are right after all (DraftPolicy::record_unsure).
+                    req.draft_cut_ = true;
+                    req.cut_token_ = token;
+                    drafting[index] = 0;
+                    continue;
                 }
                 req.drafts_.push_back(token);
                 req.draft_unsure_.push_back(unsure ? 1 : 0);
@@ -353,6 +352,14 @@ void Engine::draft_step(std::vector<Entry>& plan) {
 }
 
 // --- verification -----------------------------------------------------------------------
+
+void Engine::record_cut_unsure(Request& req, std::span<const float> row) {
+    if (req.cut_token_ < 0 || row.empty()) return;
+    const TokenDistribution* q =
+        req.draft_sampler_->greedy() ? nullptr : &req.draft_q_[req.drafts_.size()];  // the cut token's
+    req.sampler_->distribution(row, req.seq_->tokens_, req.target_p_);
+    req.policy_->record_unsure(acceptance_chance(req.target_p_, q, req.cut_token_));
+}
 
 void Engine::verify_locked(Entry& e) {
     Request& req = *e.req;
@@ -376,16 +383,18 @@ void Engine::verify_locked(Entry& e) {
             bool kept = false;
             if (i < m) {
                 const int32_t draft = req.drafts_[static_cast<size_t>(i)];
+                const bool unsure =
+                    static_cast<size_t>(i) < req.draft_unsure_.size() && req.draft_unsure_[static_cast<size_t>(i)];
                 if (sampler.greedy()) {
                     token = greedy_token(i, row);
                     kept = token == draft;
-                    if (static_cast<size_t>(i) < req.draft_unsure_.size() && req.draft_unsure_[static_cast<size_t>(i)])
-                        req.policy_->record_unsure(kept);  // (prompt lookup marks none)
+                    if (unsure) req.policy_->record_unsure(kept ? 1.0 : 0.0);  // (prompt lookup marks none)
                 } else {
                     sampler.distribution(row, seq.tokens_, req.target_p_);
                     const TokenDistribution* q = point_drafts || req.draft_sampler_->greedy()
                                                      ? nullptr
                                                      : &req.draft_q_[static_cast<size_t>(i)];
+                    if (unsure) req.policy_->record_unsure(acceptance_chance(req.target_p_, q, draft));
                     const double u_accept = sampler.uniform();
                     const double u_residual = sampler.uniform();
                     const DraftVerdict v = verify_draft_token(req.target_p_, q, draft, u_accept, u_residual);
@@ -394,8 +403,13 @@ void Engine::verify_locked(Entry& e) {
                 }
             } else {
                 // Every proposal kept: one more from the last row.
-                token = sampler.greedy() ? greedy_token(i, row) : sampler.sample(row, seq.tokens_);
-                if (req.cut_token_ >= 0) req.policy_->record_unsure(token == req.cut_token_);
+                if (sampler.greedy()) {
+                    token = greedy_token(i, row);
+                    if (req.cut_token_ >= 0) req.policy_->record_unsure(token == req.cut_token_ ? 1.0 : 0.0);
+                } else {
+                    if (req.cut_token_ >= 0) record_cut_unsure(req, row);
+                    token = sampler.sample(row, seq.tokens_);
+                }
             }
             seq.tokens_.push_back(token);
             ++produced;

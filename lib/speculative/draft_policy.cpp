@@ -111,9 +111,10 @@ int32_t DraftPolicy::choose(const SpeculationCosts& costs, int32_t k_max) {
     return 1;
 }
 
-void DraftPolicy::record_unsure(bool accepted) {
-    unsure_successes_ = unsure_successes_ * kUnsureDecay + (accepted ? 1.0 : 0.0);
-    unsure_failures_ = unsure_failures_ * kUnsureDecay + (accepted ? 0.0 : 1.0);
+void DraftPolicy::record_unsure(double accepted) {
+    accepted = std::clamp(accepted, 0.0, 1.0);
+    unsure_successes_ = unsure_successes_ * kUnsureDecay + accepted;
+    unsure_failures_ = unsure_failures_ * kUnsureDecay + (1.0 - accepted);
 }
 
 void DraftPolicy::record(int32_t proposed, int32_t accepted, bool cut) {

@@ -36,9 +36,12 @@
 // the confidence stands in for the chance the target agrees. For a draft that is a
 // quantized copy of the target the two agree on most unsure tokens too, and the cut costs
 // a draft pass for nothing (and often the whole step's proposals). So the policy also
-// keeps the acceptance of unsure tokens, learnt from the ones proposed and, for greedy
-// sequences, from each cut-off token against the target's own choice at its position;
-// when that rate reaches p_min, unsure tokens are proposed like the others.
+// keeps the acceptance of unsure tokens, learnt from the ones proposed and from each
+// cut-off one against the target at its position (greedy: its own token; sampling: the
+// chance the rejection rule would have kept a draw from the draft's distribution there);
+// when that rate reaches p_min, unsure tokens are proposed like the others. (A sampled
+// draft is unsure by its distribution's top probability, never by the token drawn: a
+// choice to propose that depended on the draw would bias what the rejection rule keeps.)
 #pragma once
 
 #include <cstdint>
@@ -86,8 +89,9 @@ public:
     void observe(bool speculated, int64_t tokens, double seconds);
     [[nodiscard]] bool vetoed() const { return veto_left_ > 0; }
     // The fate of a token the draft was unsure of: proposed and checked, or cut off and
-    // compared with the target's token at its position.
-    void record_unsure(bool accepted);
+    // compared with the target's at its position; `accepted` is 0 or 1, or the chance a
+    // sampled proposal there would have been kept (acceptance_chance).
+    void record_unsure(double accepted);
     // Whether unsure tokens are accepted at least `p_min` of the time.
     [[nodiscard]] bool propose_unsure(double p_min) const { return unsure_acceptance() >= p_min; }
     [[nodiscard]] double unsure_acceptance() const { return unsure_successes_ / (unsure_successes_ + unsure_failures_); }

@@ -92,6 +92,19 @@ double top_probability(std::span<const float> logits) {
     return 1.0 / sum;
 }
 
+double acceptance_chance(const TokenDistribution& p, const TokenDistribution* q, int32_t draft) {
+    if (!q) return p.prob(draft);
+    double sum = 0.0;
+    for (size_t i = 0; i < q->ids.size(); ++i) sum += std::min(q->probs[i], p.prob(q->ids[i]));
+    return std::min(1.0, sum);
+}
+
+double top_probability(const TokenDistribution& dist) {
+    double top = 0.0;
+    for (const double v : dist.probs) top = std::max(top, v);
+    return top;
+}
+
 DraftVerdict verify_draft_token(const TokenDistribution& p, const TokenDistribution* q, int32_t draft, double u_accept,
                                 double u_residual) {
     const double p_d = p.prob(draft);

@@ -25,6 +25,13 @@ struct DraftVerdict {
 [[nodiscard]] DraftVerdict verify_draft_token(const TokenDistribution& p, const TokenDistribution* q, int32_t draft,
                                               double u_accept, double u_residual);
 
+// The chance that verify_draft_token keeps a token drawn from q: sum over tokens of
+// min(p, q) (1 - the total variation distance). nullptr q: a point mass on `draft`.
+[[nodiscard]] double acceptance_chance(const TokenDistribution& p, const TokenDistribution* q, int32_t draft);
+
+// The largest probability in a distribution (0 when empty).
+[[nodiscard]] double top_probability(const TokenDistribution& dist);
+
 // Inverse CDF: the first id (ascending) whose running probability exceeds u in [0, 1).
 [[nodiscard]] int32_t draw_token(const TokenDistribution& dist, double u);
 

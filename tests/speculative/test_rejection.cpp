@@ -149,3 +149,25 @@ TEST_CASE("draw_token is the inverse CDF; top_probability is the softmax maximum
         REQUIRE(top_probability(v) == Approx(1.0 / sum).epsilon(1e-5));
     }
 }
+
+TEST_CASE("acceptance_chance is the overlap of p and q; a distribution's top probability", "[speculative][rejection]") {
+    const TokenDistribution p = dist({0, 1, 3}, {0.5, 0.3, 0.2});
+    const TokenDistribution q = dist({0, 2, 3}, {0.8, 0.1, 0.1});
+    // min(0.5, 0.8) + min(0, 0.1) + min(0.2, 0.1)
+    REQUIRE(acceptance_chance(p, &q, 0) == Approx(0.6));
+    REQUIRE(acceptance_chance(p, &p, 1) == Approx(1.0));
+    REQUIRE(acceptance_chance(p, nullptr, 1) == Approx(0.3));  // a point mass on the proposal
+    REQUIRE(acceptance_chance(p, nullptr, 2) == 0.0);
+    REQUIRE(top_probability(q) == 0.8);
+    REQUIRE(top_probability(TokenDistribution{}) == 0.0);
+    // It is what the rule keeps on average: draws from q, kept or not, with fixed seeds.
+    std::mt19937_64 rng(11);
+    std::uniform_real_distribution<double> u(0.0, 1.0);
+    constexpr int kDraws = 200000;
+    int kept = 0;
+    for (int i = 0; i < kDraws; ++i) {
+        const int32_t d = draw_token(q, u(rng));
+        kept += verify_draft_token(p, &q, d, u(rng), u(rng)).accepted ? 1 : 0;
+    }
+    REQUIRE(std::fabs(static_cast<double>(kept) / kDraws - 0.6) < 0.005);
+}
