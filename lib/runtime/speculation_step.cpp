@@ -192,9 +192,12 @@ void Engine::plan_speculation_locked(Entry& e, int64_t budget, int64_t rows, int
             const double ratio = measured / target_step;
             return ctx->cost.timed(n) < 3 ? std::min(ratio, prior) : ratio;
         };
-        // The first pass feeds every token the draft has not seen (at least the last one).
-        costs.draft_first = draft_pass(std::max<int64_t>(1, lag));
+        // The first pass feeds every token the draft has not seen (at least the last one):
+        // in steady speculation the last kept proposal and the bonus token; now, whatever
+        // it missed (the prompt, plain steps), which only a probe has to weigh.
+        costs.draft_first = draft_pass(std::clamp<int64_t>(lag, 1, 2));
         costs.draft_token = draft_pass(1);
+        costs.draft_catch_up = draft_pass(std::max<int64_t>(1, lag));
     }
     int64_t k = req.policy_->next(costs, static_cast<int32_t>(limit));
     if (k <= 0) return;

@@ -104,8 +104,10 @@ int32_t DraftPolicy::choose(const SpeculationCosts& costs, int32_t k_max) {
     // Not worth it even if every proposal were kept: what a pass costs rules it out, and a
     // probe could only tell what is known (probes measure acceptance, not cost).
     if (gain(1.0, k_max, costs) < kMinGain) return 0;
-    // Not worth it at the rate seen so far: decode plainly, probing now and then.
+    // Not worth it at the rate seen so far: decode plainly, probing now and then, when the
+    // probe's catch-up costs a small share of the steps since the last one.
     if (++steps_since_probe_ < probe_interval_) return 0;
+    if (costs.draft_catch_up > kProbeShare * static_cast<double>(steps_since_probe_)) return 0;
     steps_since_probe_ = 0;
     probe_interval_ = std::min(kMaxProbe, probe_interval_ * 2);
     return 1;

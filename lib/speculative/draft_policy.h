@@ -5,14 +5,14 @@
 // rate a, the expected yield of k proposals is (1 - a^(k+1)) / (1 - a) tokens, against a
 // cost of 1 + v(k) + f + (k - 1) * d target decode steps, v(k) being what k more tokens
 // add to the target's pass, f the draft's first pass (which also feeds the tokens it has
-// not seen: the last one, the target's bonus token, a catch-up after plain steps) and d
-// each further draft pass, relative to a decode step (SpeculationCosts; v is measured
+// not seen since the last step: the last kept proposal and the target's bonus token) and
+// d each further draft pass, relative to a decode step (SpeculationCosts; v is measured
 // per pass size, far from linear on a CPU). The policy proposes the
 // k in [1, n_max] with the best yield per cost, and nothing when even that is no gain; then
-// it probes with k = 1 now and again (less often while probes keep failing), so a
-// sequence whose text becomes predictable gets speculation back. When the costs rule
-// speculation out even at full acceptance, it does not probe (with a draft model a probe
-// would first feed the draft every token decoded since its last pass).
+// it probes with k = 1 now and again (less often while probes keep failing, and with a
+// draft model only once the catch-up its first pass carries is a small share of the steps
+// since the last probe), so a sequence whose text becomes predictable gets speculation
+// back. When the costs rule speculation out even at full acceptance, it does not probe.
 //
 // The cost model can be wrong (two models' weights evicting each other from the cache
 // make both slower than either alone), so the policy also watches the outcome: the time
@@ -57,6 +57,10 @@ struct SpeculationCosts {
     std::vector<double> verify;
     double draft_first = 0.0;  // the first draft pass, in target decode steps (0: prompt lookup)
     double draft_token = 0.0;  // each further draft pass
+    // The first draft pass this step, feeding every token the draft has not seen (after
+    // plain steps, all of them since its last pass; for a new request, the prompt): paid
+    // once, then speculating steps keep the draft in step, so only probes weigh it.
+    double draft_catch_up = 0.0;
 
     // Every further token in the target's pass costing `verify_token`, every draft pass
     // `draft_token`.
@@ -108,6 +112,11 @@ private:
     static constexpr double kMinGain = 1.03;     // speculate only for a 3% gain or more
     static constexpr int32_t kFirstProbe = 4;    // decode steps between probes, at first
     static constexpr int32_t kMaxProbe = 64;     // ... and at most
+    // A probe's first draft pass feeds the draft every token since its last one (20-70
+    // tokens: 1.5-4 decode steps of SmolLM2's Q4_K_M draft, 6-10% of a 64-token reply at
+    // the intervals above): a probe waits until that is this share of the steps since the
+    // last one.
+    static constexpr double kProbeShare = 0.03;
     static constexpr int32_t kWarmup = 4;        // plain decode steps measured first
     static constexpr int32_t kJudge = 6;         // speculating steps before comparing (3 were
                                                  // too few: a start that learns which unsure

@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <vector>
 
 #include "speculative/draft_policy.h"
 #include "speculative/step_cost_model.h"
@@ -254,4 +255,43 @@ TEST_CASE("a draft that stops at p_min counts as a run ended, and speculation ba
     DraftPolicy q(8);
     for (int i = 0; i < 10; ++i) q.record(1, 1);
     REQUIRE(q.acceptance() > 0.95);
+}
+
+TEST_CASE("a probe waits until its draft catch-up is a small share of the steps since the last",
+          "[speculative][policy]") {
+    // Every proposal rejected: the policy only probes. Each probe's first draft pass feeds
+    // the draft the tokens decoded since its last one, here 2 decode steps' worth: at
+    // kProbeShare 3%, one probe per 67 steps or more, where the plain intervals (4 .. 64)
+    // would have probed every 4-64 steps.
+    SpeculationCosts costs = SpeculationCosts::linear(0.05, 0.2);
+    costs.draft_catch_up = 2.0;
+    DraftPolicy p(8);
+    for (int i = 0; i < 4; ++i) REQUIRE(p.next(costs, 100) == 0);
+    std::vector<int> probes;
+    for (int step = 0; step < 1000; ++step) {
+        const int32_t k = p.next(costs, 100);
+        if (k == 0) continue;
+        probes.push_back(step);
+        p.record(k, 0);
+    }
+    INFO(probes.size() << " probes");
+    REQUIRE(probes.size() >= 10);  // the first steps still try (the prior's 0.75)
+    int late = 0;
+    for (size_t i = 1; i < probes.size(); ++i) {
+        if (probes[i - 1] < 100) continue;
+        ++late;
+        REQUIRE(probes[i] - probes[i - 1] >= 67);
+    }
+    REQUIRE(late >= 5);  // and it keeps probing
+    // A cheap catch-up (prompt lookup: none) keeps the plain intervals.
+    DraftPolicy q(8);
+    const SpeculationCosts lookup = SpeculationCosts::linear(0.05, 0.0);
+    int64_t lookup_probes = 0;
+    for (int step = 0; step < 1000; ++step) {
+        const int32_t k = q.next(lookup, 100);
+        if (k == 0) continue;
+        lookup_probes += step > 100;
+        q.record(k, 0);
+    }
+    REQUIRE(lookup_probes >= 12);
 }
