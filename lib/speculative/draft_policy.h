@@ -7,8 +7,8 @@
 // add to the target's pass, f the draft's first pass (which also feeds the tokens it has
 // not seen since the last step: the last kept proposal and the target's bonus token) and
 // d each further draft pass, relative to a decode step (SpeculationCosts; v is measured
-// per pass size, far from linear on a CPU). The policy proposes the
-// k in [1, n_max] with the best yield per cost, and nothing when even that is no gain; then
+// per pass size, far from linear on a CPU). The policy proposes the k in [1, n_max] with
+// the best yield per cost, and nothing when even that is no gain; then
 // it probes with k = 1 now and again (less often while probes keep failing, and with a
 // draft model only once the catch-up its first pass carries is a small share of the steps
 // since the last probe), so a sequence whose text becomes predictable gets speculation
@@ -20,7 +20,7 @@
 // last kWindow of each). Its first decode steps are plain (to measure them), and the first
 // speculating step of a request or after a veto is not counted (it carries the draft's
 // cold start or its catch-up on the tokens decoded without it); when speculating turns
-// out no faster, it is vetoed for a while (the veto doubling while it keeps being right),
+// out slower, it is vetoed for a while (the veto doubling while it keeps being right),
 // then measured again.
 //
 // The acceptance rate is estimated from the verifications so far, the recent ones
