@@ -1,11 +1,12 @@
 #include "speculative/rejection.h"
 
 #include <algorithm>
-#include <bit>
+#include <cmath>
 #include <cstdint>
 #include <iterator>
-#include <cmath>
 #include <limits>
+
+#include "core/expf_poly.h"
 
 namespace inlay {
 
@@ -39,25 +40,14 @@ int32_t draw_token(const TokenDistribution& dist, double u) {
 
 namespace {
 
-// e^x for x <= 0, within a few ulp (x = n ln2 + r with ln 2 in two parts, a degree-6
-// polynomial in r, times 2^n), 0 for NaN and for x below -87 (where e^x is under 2^-125
-// and cannot move a sum that holds the maximum's 1). Branch-free, so that the compiler
-// vectorises the loop that calls it: std::exp in double took 200 us for a 32000-token
-// vocabulary, a third of a small draft model's pass.
+// e^x for x <= 0 (core/expf_poly.h), 0 for NaN and below kExpMin (where e^x is under
+// 2^-126 and cannot move a sum that holds the maximum's 1). Branch-free, so that the
+// compiler vectorises the loop that calls it: std::exp in double took 200 us for a
+// 32000-token vocabulary, a third of a small draft model's pass.
 inline float exp_nonpositive(float x) {
-    const bool keep = x >= -87.0f;  // false for NaN too
-    x = keep ? x : 0.0f;
-    const float n = std::nearbyint(x * 1.44269504088896341f);
-    const float r = std::fma(n, 2.12194440e-4f, std::fma(-n, 0.693359375f, x));
-    float p = 1.9875691500e-4f;
-    p = std::fma(p, r, 1.3981999507e-3f);
-    p = std::fma(p, r, 8.3334519073e-3f);
-    p = std::fma(p, r, 4.1665795894e-2f);
-    p = std::fma(p, r, 1.6666665459e-1f);
-    p = std::fma(p, r, 5.0000001201e-1f);
-    p = std::fma(p * r, r, r + 1.0f);
-    const float scale = std::bit_cast<float>((static_cast<int32_t>(n) + 127) << 23);
-    return keep ? p * scale : 0.0f;
+    const bool keep = x >= expf_poly::kExpMin;  // false for NaN too
+    const float e = expf_poly::exp_in_range(keep ? x : 0.0f);
+    return keep ? e : 0.0f;
 }
 
 }  // namespace

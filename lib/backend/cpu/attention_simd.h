@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "core/expf_poly.h"
 #include "core/half.h"
 
 #if defined(__AVX512F__)
@@ -28,14 +29,18 @@
 
 namespace inlay::attn_simd {
 
-// Cephes-style expf constants: ln 2 split in two for an exact n * ln2_hi.
-inline constexpr float kLog2e = 1.44269504088896341f;
-inline constexpr float kLn2Hi = 0.693359375f;
-inline constexpr float kLn2Lo = -2.12194440e-4f;
-inline constexpr float kExpMax = 88.0f;
-inline constexpr float kExpMin = -87.33654475f;  // ln(2^-126)
-inline constexpr float kP0 = 1.9875691500e-4f, kP1 = 1.3981999507e-3f, kP2 = 8.3334519073e-3f,
-                       kP3 = 4.1665795894e-2f, kP4 = 1.6666665459e-1f, kP5 = 5.0000001201e-1f;
+// Cephes-style expf constants (core/expf_poly.h): ln 2 split in two for an exact n * ln2_hi.
+using expf_poly::kExpMax;
+using expf_poly::kExpMin;
+using expf_poly::kLn2Hi;
+using expf_poly::kLn2Lo;
+using expf_poly::kLog2e;
+using expf_poly::kP0;
+using expf_poly::kP1;
+using expf_poly::kP2;
+using expf_poly::kP3;
+using expf_poly::kP4;
+using expf_poly::kP5;
 
 #if INLAY_ATTN_AVX512
 inline constexpr int kWidth = 16;
@@ -112,23 +117,10 @@ inline vmask vand(vmask a, vmask b) { return a && b; }
 inline vf vblend(vmask m, vf a, vf b) { return m ? b : a; }  // b where m
 inline vf vload_where(vmask m, const float* p) { return m ? *p : 0.0f; }
 inline vf vexp(vf x) {
+    if (std::isnan(x)) return x;
     if (x > kExpMax) x = kExpMax;
     if (x < kExpMin) return 0.0f;
-    const float n = std::nearbyint(x * kLog2e);
-    float r = std::fma(-n, kLn2Hi, x);
-    r = std::fma(-n, kLn2Lo, r);
-    float p = kP0;
-    p = std::fma(p, r, kP1);
-    p = std::fma(p, r, kP2);
-    p = std::fma(p, r, kP3);
-    p = std::fma(p, r, kP4);
-    p = std::fma(p, r, kP5);
-    const float y = std::fma(p, r * r, r) + 1.0f;
-    if (std::isnan(x)) return x;
-    const auto bits = static_cast<uint32_t>(static_cast<int32_t>(n) + 127) << 23;
-    float two_n;
-    std::memcpy(&two_n, &bits, sizeof two_n);
-    return y * two_n;
+    return expf_poly::exp_in_range(x);
 }
 #endif
 
