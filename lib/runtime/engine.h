@@ -204,10 +204,11 @@ private:
     void draft_step(std::vector<Entry>& plan);
     // Checks an entry's proposals against the target's rows and emits what is kept.
     void verify_locked(Entry& e);
-    // A sampled sequence's draft stopped at an unsure token: the chance the rejection rule
-    // would have kept a proposal drawn there, from the target's logits `row` at that
-    // position (history: the sequence's tokens before it), goes to its policy.
-    static void record_cut_unsure(Request& req, std::span<const float> row);
+    // The draft stopped at an unsure token (req.cut_token_) where the target has now chosen
+    // `token` from its logits `row` (empty when only ids came back): whether unsure tokens
+    // are right goes to the policy (greedy: the token matched; sampled: the chance the
+    // rejection rule would have kept a draw there). Call before `token` joins the sequence.
+    static void learn_from_cut(Request& req, int32_t token, std::span<const float> row);
 
     std::shared_ptr<const Model> model_;
     std::shared_ptr<KvBlockPool> pool_;

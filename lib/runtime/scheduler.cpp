@@ -468,19 +468,11 @@ void Engine::apply_locked(std::vector<Entry>& plan) {
             end_locked(req, StopReason::none, err.status(), sampling_failure(err));
             continue;
         }
-        // The draft was unsure of its first token and proposed nothing: was it right? (A
-        // sampled sequence learns it from the logits, when they came back to the host.)
-        if (req.policy_ && req.cut_token_ >= 0) {
-            if (req.sampler_->greedy()) {
-                req.policy_->record_unsure(token == req.cut_token_ ? 1.0 : 0.0);
-            } else if (step_output_ == StepOutput::logits) {
-                try {
-                    record_cut_unsure(req, std::span<const float>(step_logits_.data() + e.row * n_vocab,
-                                                                  static_cast<size_t>(n_vocab)));
-                } catch (const Error&) {  // the row sampled above; a failure here only skips the lesson
-                }
-            }
-        }
+        // The draft was unsure of its first token and proposed nothing: was it right?
+        learn_from_cut(req, token,
+                       step_output_ == StepOutput::logits
+                           ? std::span<const float>(step_logits_.data() + e.row * n_vocab, static_cast<size_t>(n_vocab))
+                           : std::span<const float>());
         seq.tokens_.push_back(token);
         // A decode step without proposals is what speculation is compared with (one whose
         // drafting proposed nothing counts as speculating: it paid for the draft).

@@ -356,11 +356,20 @@ void Engine::draft_step(std::vector<Entry>& plan) {
 
 // --- verification -----------------------------------------------------------------------
 
-void Engine::record_cut_unsure(Request& req, std::span<const float> row) {
-    if (req.cut_token_ < 0 || row.empty()) return;
+void Engine::learn_from_cut(Request& req, int32_t token, std::span<const float> row) {
+    if (!req.policy_ || req.cut_token_ < 0) return;
+    if (req.sampler_->greedy()) {
+        req.policy_->record_unsure(token == req.cut_token_ ? 1.0 : 0.0);
+        return;
+    }
+    if (row.empty()) return;
     const TokenDistribution* q =
         req.draft_sampler_->greedy() ? nullptr : &req.draft_q_[req.drafts_.size()];  // the cut token's
-    req.sampler_->distribution(row, req.seq_->tokens_, req.target_p_);
+    try {
+        req.sampler_->distribution(row, req.seq_->tokens_, req.target_p_);
+    } catch (const Error&) {  // the row was sampled already; a failure here only skips the lesson
+        return;
+    }
     req.policy_->record_unsure(acceptance_chance(req.target_p_, q, req.cut_token_));
 }
 
@@ -406,13 +415,8 @@ void Engine::verify_locked(Entry& e) {
                 }
             } else {
                 // Every proposal kept: one more from the last row.
-                if (sampler.greedy()) {
-                    token = greedy_token(i, row);
-                    if (req.cut_token_ >= 0) req.policy_->record_unsure(token == req.cut_token_ ? 1.0 : 0.0);
-                } else {
-                    if (req.cut_token_ >= 0) record_cut_unsure(req, row);
-                    token = sampler.sample(row, seq.tokens_);
-                }
+                token = sampler.greedy() ? greedy_token(i, row) : sampler.sample(row, seq.tokens_);
+                learn_from_cut(req, token, row);
             }
             seq.tokens_.push_back(token);
             ++produced;
