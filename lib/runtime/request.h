@@ -82,13 +82,14 @@ private:
     // params, another seed), and this step's proposals with the distributions they were
     // drawn from (draft model, sampling) and the verified chunk (last token + proposals);
     // which proposals the draft was unsure of (under p_min), and the unsure token it cut
-    // off at, if any (greedy sequences: its position is the one after the proposals).
+    // off at, if any (its position is the one after the proposals).
     DraftPolicy* policy_ = nullptr;  // the sequence's
     std::unique_ptr<Sampler> draft_sampler_;
     std::vector<int32_t> drafts_;
     std::vector<char> draft_unsure_;
-    bool draft_cut_ = false;  // drafting stopped at a token under p_min
-    int32_t cut_token_ = -1;  // that token (its distribution is draft_q_[drafts_.size()] when sampled)
+    // Drafting stopped at this token, under p_min (-1: it did not); when sampled, its
+    // distribution is draft_q_[drafts_.size()].
+    int32_t cut_token_ = -1;
     std::vector<TokenDistribution> draft_q_;
     std::vector<int32_t> verify_;
     TokenDistribution target_p_;

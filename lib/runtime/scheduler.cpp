@@ -478,7 +478,7 @@ void Engine::apply_locked(std::vector<Entry>& plan) {
         // drafting proposed nothing counts as speculating: it paid for the draft).
         if (req.policy_ && e.n == 1 && e.start >= req.prompt_end_) {
             req.policy_->observe(e.drafts(), 1, step_seconds_);
-            if (req.draft_cut_) req.policy_->record(0, 0, true);
+            if (req.cut_token_ >= 0) req.policy_->record(0, 0, true);
             if (log_enabled(LogLevel::debug))
                 log(LogLevel::debug, "speculation: {} step, nothing proposed (k {}, catch-up {}): {:.3f} ms, draft {} passes {:.3f} ms",
                     e.drafts() ? "drafting" : "plain", e.k_max, e.draft_catchup, step_seconds_ * 1e3,

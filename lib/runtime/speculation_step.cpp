@@ -237,7 +237,6 @@ void Engine::draft_step(std::vector<Entry>& plan) {
         Request& req = *e.req;
         req.drafts_.clear();
         req.draft_unsure_.clear();
-        req.draft_cut_ = false;
         req.cut_token_ = -1;
         if (!e.drafts()) continue;
         const Sequence& seq = *req.seq_;
@@ -341,7 +340,6 @@ void Engine::draft_step(std::vector<Entry>& plan) {
                 if (unsure && !req.policy_->propose_unsure(p_min)) {
                     // Cut here; what the target does at this position tells the policy how
                     // often unsure tokens are right after all (DraftPolicy::record_unsure).
-                    req.draft_cut_ = true;
                     req.cut_token_ = token;
                     drafting[index] = 0;
                     continue;
@@ -443,7 +441,7 @@ void Engine::verify_locked(Entry& e) {
         log(LogLevel::debug, "speculation: {} proposed (k {}), {} kept, acceptance estimate {:.2f}: {:.3f} ms, draft {} passes {:.3f} ms",
             m, e.k_max, accepted, req.policy_->acceptance(), step_seconds_ * 1e3, step_draft_passes_,
             step_draft_seconds_ * 1e3);
-    req.policy_->record(static_cast<int32_t>(m), static_cast<int32_t>(accepted), req.draft_cut_);
+    req.policy_->record(static_cast<int32_t>(m), static_cast<int32_t>(accepted), req.cut_token_ >= 0);
     if (m > 0) {
         const SpeculationStats round{1, m, accepted};
         req.speculation += round;
