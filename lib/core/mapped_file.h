@@ -1,5 +1,7 @@
 // A read-only memory mapping of a whole file. Zero-copy tensor views point into it,
-// so it must outlive them; it is move-only.
+// so it must outlive them; it is move-only. Files of 2 MiB or more are mapped at a 2 MiB
+// boundary with the huge page advice, so that weights streamed from it can sit in huge
+// pages (mapped_file.cpp).
 #pragma once
 
 #include <cstddef>
@@ -23,6 +25,8 @@ public:
     [[nodiscard]] const std::byte* data() const { return data_; }
     [[nodiscard]] size_t size() const { return size_; }
     [[nodiscard]] const std::string& path() const { return path_; }
+    // The alignment of data() for files of at least this many bytes.
+    static constexpr size_t kHugeAlign = size_t{2} << 20;
 
 private:
     void release() noexcept;

@@ -99,12 +99,42 @@ inline __m256i pack_i32_to_i8(__m256i a, __m256i b, __m256i c, __m256i d) {
 // end of a matrix is harmless.
 inline constexpr size_t kPrefetchBytes = 8192;
 
-// Prefetches the `Bytes` bytes at p + kPrefetchBytes (every cache line they touch). The
-// address is computed as an integer: it may lie past the end of the matrix.
+// Where the block formats' prefetches put their lines: L1 (T0) on AMD, L2 (T1) on Intel
+// (cpu_tuning.h; this is its block_prefetch_to_l2).
+// Zen 4 lost with L2 (bench_kernels vec_dot_rows 151936 x 1024 from DRAM, one thread: Q8_0
+// 8.4 -> 9.4-10.5 ms). A 2-core AMX Xeon (Sapphire Rapids or later) under KVM gained: the
+// same rows from DRAM, three alternations, Q8_0 7.4-7.8 -> 8.3-8.4 GB/s, Q4_0 7.4-7.7 ->
+// 9.0-9.2, Q4_K 6.8-7.2 -> 8.0-8.2, Q6_K 7.0-7.3 -> 7.6-7.9, tiles of one or two tokens
+// 1.16-1.34x, larger tiles and in-cache shapes within +-5%; decode with 2 threads, three
+// alternations, Qwen3-0.6B-shape Q4_K_M 36.0-36.9 -> 43.1-44.0 tokens/s, Q1_0 65.7-65.9 ->
+// 72.9-74.2. (Likely why: an L1 prefetch holds one of the core's few L1 fill buffers until
+// its line arrives, an L2 prefetch does not.)
+extern const bool kBlockPrefetchToL2;
+
+// prefetch_rows' levels: into L1 (prefetcht0), into L2 (prefetcht1), or the block
+// formats' level above.
+inline constexpr int kPrefetchL1 = 3, kPrefetchL2 = 2, kBlockPrefetch = -1;
+
+template <int Level>
+inline void prefetch_line(const void* p) {
+    if constexpr (Level == kBlockPrefetch) {
+        if (kBlockPrefetchToL2)
+            __builtin_prefetch(p, 0, kPrefetchL2);
+        else
+            __builtin_prefetch(p, 0, kPrefetchL1);
+    } else {
+        static_assert(Level == kPrefetchL1 || Level == kPrefetchL2);
+        __builtin_prefetch(p, 0, Level);
+    }
+}
+
+// Prefetches the `Bytes` bytes at p + kPrefetchBytes (every cache line they touch), at the
+// block formats' level. The address is computed as an integer: it may lie past the end
+// of the matrix.
 template <size_t Bytes>
 inline void prefetch_ahead(const void* p) {
     const uintptr_t ahead = reinterpret_cast<uintptr_t>(p) + kPrefetchBytes;
-    for (size_t o = 0; o < Bytes; o += 64) _mm_prefetch(reinterpret_cast<const char*>(ahead + o), _MM_HINT_T0);
+    for (size_t o = 0; o < Bytes; o += 64) prefetch_line<kBlockPrefetch>(reinterpret_cast<const void*>(ahead + o));
 }
 
 // Prefetches for R consecutive rows (stride bytes apart) read side by side, at `at` bytes
@@ -117,18 +147,18 @@ inline void prefetch_ahead(const void* p) {
 // three times) held groups of short rows from DRAM at half the bandwidth of a single row
 // (Zen 4, bench_kernels vec_dot_rows 151936 x 1024: Q4_0 9.5 -> 20 GB/s, Q5_0 9.4 -> 18.3).
 //
-// Hint: L1 (T0) for the block formats; L2 (T1) for the float kernels, whose tiles walk a
+// Level: the block formats' (kBlockPrefetch, above) by default; L2 for the float kernels
+// on every CPU, whose tiles walk a
 // group of rows once per few tokens (F32 4 x 4 tiles, so 5 to 8 tokens are two walks):
 // lines brought into L1 ahead evicted the group's rows between walks, and the walks after
 // the first ask for nothing new, so DRAM idled while they ran. Zen 4, bench_kernels
 // 151936 x 1024 from DRAM, one thread, T0 -> T1: F32 tiles 5 tokens 57 -> 35 ms, 8 tokens
-// 66 -> 51, F16 2 tokens 28 -> 17, 5 tokens 31 -> 21; F32 rows 34 -> 30. Q8_0 lost with T1
-// (rows 8.4 -> 9.4-10.5 ms), so the block formats keep T0.
-template <int R, auto Hint = _MM_HINT_T0>
+// 66 -> 51, F16 2 tokens 28 -> 17, 5 tokens 31 -> 21; F32 rows 34 -> 30.
+template <int R, int Level = kBlockPrefetch>
 inline void prefetch_rows(const void* w0, size_t stride, size_t at, size_t step) {
     const size_t ahead = R == 1 ? kPrefetchBytes : std::max(kPrefetchBytes, R * stride);
     const uintptr_t p = reinterpret_cast<uintptr_t>(w0) + ahead + at * R;  // may lie past the end
-    for (size_t o = 0; o < R * step; o += 64) _mm_prefetch(reinterpret_cast<const char*>(p + o), Hint);
+    for (size_t o = 0; o < R * step; o += 64) prefetch_line<Level>(reinterpret_cast<const void*>(p + o));
 }
 
 // Prefetches part [begin, end) of `parts` equal parts of the `span` bytes at p into L2: a

@@ -44,7 +44,7 @@ struct FloatTile {
                 for (int u = 0; u < U; ++u) acc[r][t][u] = _mm256_setzero_ps();
         int64_t i = 0;
         for (; i + 8 * U <= n; i += 8 * U) {
-            prefetch_rows<R, _MM_HINT_T1>(w, w_stride, static_cast<size_t>(i) * sizeof(Elem), 8 * U * sizeof(Elem));
+            prefetch_rows<R, kPrefetchL2>(w, w_stride, static_cast<size_t>(i) * sizeof(Elem), 8 * U * sizeof(Elem));
             // The tokens' vectors held, each row's loaded once: with the rows held GCC
             // reloaded each row for every token (two loads an FMA, load-bound at half the
             // FMA rate).
@@ -147,7 +147,7 @@ private:
             for (int t = 0; t < T; ++t) acc[r][t] = _mm256_setzero_ps();
         for (int64_t i = offset; i < n16; i += 16) {
             if (offset == 0)  // pass 1 reads the lines pass 0 brought in
-                prefetch_rows<R, _MM_HINT_T1>(wr[0], row_stride, static_cast<size_t>(i) * sizeof(*wr[0]), 16 * sizeof(*wr[0]));
+                prefetch_rows<R, kPrefetchL2>(wr[0], row_stride, static_cast<size_t>(i) * sizeof(*wr[0]), 16 * sizeof(*wr[0]));
             if constexpr (R <= T) {
                 __m256 wv[R];
                 for (int r = 0; r < R; ++r) wv[r] = E::load(wr[r] + i);

@@ -74,7 +74,7 @@ struct FloatTile512 {
             for (int t = 0; t < T; ++t) acc[r][t] = _mm512_setzero_ps();
         int64_t i = 0;
         for (; i + 16 <= n; i += 16) {
-            prefetch_rows<R, _MM_HINT_T1>(w, w_stride, static_cast<size_t>(i) * sizeof(uint16_t), 16 * sizeof(uint16_t));
+            prefetch_rows<R, kPrefetchL2>(w, w_stride, static_cast<size_t>(i) * sizeof(uint16_t), 16 * sizeof(uint16_t));
             if constexpr (WideX) {
                 // One widened weight vector live at a time, the activations as memory
                 // operands of the FMAs: with all R weight vectors live beside the 24

@@ -12,13 +12,16 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <random>
+#include <string>
 #include <utility>
 #include <vector>
 
 #include "core/error.h"
 #include "core/half.h"
+#include "quant/cpu_tuning.h"
 #include "quant/quantize.h"
 #include "quant/vec_dot.h"
 #include "quant_test_util.h"
@@ -515,4 +518,22 @@ TEST_CASE("vec_dot_tile rejects bad arguments", "[quant][vec_dot]") {
             INLAY_ERR_INVALID_ARGUMENT);
     REQUIRE(status_of([&] { quant::vec_dot_tile(DType::Q8_0, 64, 1, 2, four, 1, buf.data(), 68, buf.data(), 68, &pack); }) ==
             INLAY_OK);
+}
+
+// The ctest runs quant_intel_tuning and quant_amd_tuning take each vendor's row kernels
+// whatever this CPU is; this checks that the setting reaches them.
+TEST_CASE("cpu_tuning: INLAY_CPU_TUNING picks the vendor's choices", "[quant][vec_dot]") {
+    const quant::CpuTuning& t = quant::cpu_tuning();
+    const char* name = std::getenv("INLAY_CPU_TUNING");
+    const std::string vendor = name ? name : "";
+    INFO("INLAY_CPU_TUNING=" << vendor);
+    if (vendor == "intel") {
+        CHECK(t.block_prefetch_to_l2);
+        CHECK(t.q8_0_rows_in_eights);
+    } else if (vendor == "amd") {
+        CHECK_FALSE(t.block_prefetch_to_l2);
+        CHECK_FALSE(t.q8_0_rows_in_eights);
+    } else {
+        CHECK(t.block_prefetch_to_l2 == t.q8_0_rows_in_eights);  // one vendor's set, never a mix
+    }
 }
