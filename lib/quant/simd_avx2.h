@@ -148,8 +148,8 @@ inline void prefetch_ahead(const void* p) {
 // (Zen 4, bench_kernels vec_dot_rows 151936 x 1024: Q4_0 9.5 -> 20 GB/s, Q5_0 9.4 -> 18.3).
 //
 // Level: the block formats' (kBlockPrefetch, above) by default; L2 for the float kernels
-// on every CPU, whose tiles walk a
-// group of rows once per few tokens (F32 4 x 4 tiles, so 5 to 8 tokens are two walks):
+// on every CPU, whose tiles walk a group of rows once per few tokens (F32 4 x 4 tiles, so
+// 5 to 8 tokens are two walks):
 // lines brought into L1 ahead evicted the group's rows between walks, and the walks after
 // the first ask for nothing new, so DRAM idled while they ran. Zen 4, bench_kernels
 // 151936 x 1024 from DRAM, one thread, T0 -> T1: F32 tiles 5 tokens 57 -> 35 ms, 8 tokens
@@ -172,7 +172,7 @@ inline void prefetch_span_part(const void* p, size_t span, int64_t begin, int64_
     const uintptr_t base = reinterpret_cast<uintptr_t>(p);
     const size_t from = span * static_cast<size_t>(begin) / static_cast<size_t>(parts) / 64 * 64;
     const size_t to = span * static_cast<size_t>(end) / static_cast<size_t>(parts);
-    for (size_t o = from; o < to; o += 64) _mm_prefetch(reinterpret_cast<const char*>(base + o), _MM_HINT_T1);
+    for (size_t o = from; o < to; o += 64) prefetch_line<kPrefetchL2>(reinterpret_cast<const void*>(base + o));
 }
 
 inline uint32_t load_u32(const void* p) {
