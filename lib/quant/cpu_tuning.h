@@ -1,6 +1,7 @@
 // Internal: the choices of the CPU kernels that measured differently on Intel and AMD
-// cores, made once per process from the CPU's vendor. INLAY_CPU_TUNING=intel or amd
-// picks one whatever the CPU (measurements, tests of both paths, troubleshooting).
+// cores, made once per process from the CPU's vendor and family. INLAY_CPU_TUNING=intel,
+// amd or zen5 picks one profile whatever the CPU (measurements, tests of every path,
+// troubleshooting).
 #pragma once
 
 namespace inlay::quant {
@@ -12,8 +13,8 @@ struct CpuTuning {
     bool q8_0_rows_in_eights = false;
 };
 
-// The tuning of this process: Intel's for GenuineIntel CPUs, AMD's (the default) for
-// every other.
+// The tuning of this process: Intel's for GenuineIntel CPUs, Zen 5's for AMD CPUs of
+// family 1Ah and later, AMD's (Zen 4 and earlier; the default) for every other.
 [[nodiscard]] const CpuTuning& cpu_tuning() noexcept;
 
 }  // namespace inlay::quant

@@ -122,6 +122,10 @@ void amx_tile_kquant(DType weight, int64_t n, int64_t n_rows, int64_t n_tokens, 
 VecDotFn avx2_kquant_kernel(DType weight);
 VecDotRowsFn avx2_kquant_rows_kernel(DType weight);
 VecDotTileFn avx2_kquant_tile_kernel(DType weight);  // Q4_K, Q5_K, Q6_K
+// The same rows with 512-bit vectors (Q4_K, Q5_K, Q6_K; nullptr for other types or without
+// AVX-512 BW/VL/VNNI), vec_dot_avx512_kquants.cpp: bitwise equal to the AVX2 kernels.
+VecDotFn avx512_kquant_kernel(DType weight);
+VecDotRowsFn avx512_kquant_rows_kernel(DType weight);
 
 // Kernels written as row groups: GroupFn<R>(n, result, w, w_stride, x) computes rows
 // 0..R-1 (row r at w + r*w_stride) with per-row arithmetic that does not depend on R,

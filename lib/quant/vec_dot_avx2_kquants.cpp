@@ -227,6 +227,7 @@ struct Q6KTile {
 }  // namespace
 
 VecDotFn avx2_kquant_kernel(DType weight) {
+    if (VecDotFn wide = avx512_kquant_kernel(weight)) return wide;  // the same bits, faster
     switch (weight) {
         case DType::Q4_K: return single_row<dot_affine_k<false, 1>>;
         case DType::Q5_K: return single_row<dot_affine_k<true, 1>>;
@@ -253,6 +254,7 @@ VecDotTileFn avx2_kquant_tile_kernel(DType weight) {
 // 15.0-16.8 -> 17.3-18.2, Q6_K 18.4-21.9 -> 20.0-24.9, from L2 and from DRAM; fours were
 // slower (Q6_K rows of 4096 from DRAM 13 GB/s).
 VecDotRowsFn avx2_kquant_rows_kernel(DType weight) {
+    if (VecDotRowsFn wide = avx512_kquant_rows_kernel(weight)) return wide;
     switch (weight) {
         case DType::Q4_K: return row_groups<2, dot_affine_k<false, 2>, dot_affine_k<false, 1>>;
         case DType::Q5_K: return row_groups<2, dot_affine_k<true, 2>, dot_affine_k<true, 1>>;
