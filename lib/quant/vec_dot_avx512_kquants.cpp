@@ -42,6 +42,38 @@ inline __m512i both_halves(const void* p) { return _mm512_broadcast_i64x4(load32
 // Low 256 bits from `lo`, high 256 bits from `hi`.
 inline __m512i halves(__m256i lo, __m256i hi) { return _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1); }
 
+// Bits moved inside each byte, the low and the high 256-bit half each by their own map:
+// `from[k]` is the source bit of bit k (or -1 for 0). With GFNI one affine transform over
+// GF(2) does it (its 8 x 8 bit matrix per qword: byte 7 - k selects the inputs of bit k).
+struct ByteBits {
+    int from[8];
+};
+#if defined(__GFNI__)
+constexpr uint64_t bit_matrix(ByteBits map) {
+    uint64_t m = 0;
+    for (int k = 0; k < 8; ++k)
+        if (map.from[k] >= 0) m |= uint64_t{1} << map.from[k] << (8 * (7 - k));
+    return m;
+}
+template <ByteBits Lo, ByteBits Hi>
+inline __m512i move_bits(__m512i v) {
+    constexpr auto lo = static_cast<int64_t>(bit_matrix(Lo)), hi = static_cast<int64_t>(bit_matrix(Hi));
+    return _mm512_gf2p8affine_epi64_epi8(v, _mm512_setr_epi64(lo, lo, lo, lo, hi, hi, hi, hi), 0);
+}
+#endif
+constexpr ByteBits kLowNibble{{0, 1, 2, 3, -1, -1, -1, -1}};
+constexpr ByteBits kHighNibble{{4, 5, 6, 7, -1, -1, -1, -1}};
+
+// Low half: the low nibbles of v; high half: the high nibbles, as values 0..15.
+inline __m512i nibble_halves(__m512i v) {
+#if defined(__GFNI__)
+    return move_bits<kLowNibble, kHighNibble>(v);
+#else
+    const __m512i shift = halves(_mm256_setzero_si256(), _mm256_set1_epi16(4));
+    return _mm512_and_si512(_mm512_srlv_epi16(v, shift), _mm512_set1_epi8(15));
+#endif
+}
+
 // The shuffle giving every int16 lane of the low half the scale of sub-block 2c and of
 // the high half that of 2c+1, from the eight scales in each 128-bit lane.
 inline __m512i chunk_scale_pick(int c) { return halves(broadcast16_pick(2 * c), broadcast16_pick(2 * c + 1)); }
@@ -100,8 +132,6 @@ void dot_affine_k512(int64_t n, float* result, const uint8_t* w, size_t stride, 
     const auto* x = static_cast<const BlockQ8_K*>(x_row);
     const Block* wr[2] = {row_as<Block>(w, stride, 0), row_as<Block>(w, stride, R - 1)};
     __m128 acc = _mm_setzero_ps();  // [acc, acc_min] of row 0, then of row 1
-    const __m512i nibble_shift = halves(_mm256_setzero_si256(), _mm256_set1_epi16(4));
-    const __m512i low4 = _mm512_set1_epi8(15);
     const __m512i bit4 = _mm512_set1_epi8(16);
     for (int64_t b = 0; b < n / kQK_K; ++b) {
         const BlockQ8_K& xb = x[b];
@@ -129,7 +159,7 @@ void dot_affine_k512(int64_t n, float* result, const uint8_t* w, size_t stride, 
             if constexpr (Q5) qh = both_halves(wb.qh);
             sumi[r][0] = sumi[r][1] = _mm512_setzero_si512();
             auto chunk = [&]<int C>() {
-                __m512i levels = _mm512_and_si512(_mm512_srlv_epi16(both_halves(wb.qs + 32 * C), nibble_shift), low4);
+                __m512i levels = nibble_halves(both_halves(wb.qs + 32 * C));
                 if constexpr (Q5) levels = _mm512_ternarylogic_epi32(levels, fifth_bits<C>(qh), bit4, 0xF8);  // a | (b & c)
                 const __m512i pairs = _mm512_maddubs_epi16(levels, xq[C]);
                 sumi[r][C & 1] =
@@ -171,11 +201,6 @@ void dot_q6_k512(int64_t n, float* result, const uint8_t* w, size_t stride, cons
     const BlockQ6_K* wr[2] = {row_as<BlockQ6_K>(w, stride, 0), row_as<BlockQ6_K>(w, stride, R - 1)};
     __m128 acc = _mm_setzero_ps();  // row 0 in lane 0, row 1 in lane 2
     const __m512i low4 = _mm512_set1_epi8(15);
-    const __m512i bits45 = _mm512_set1_epi8(0x30);
-    // Top bits of values 0..31 (qh bits 0-1) and 32..63 (bits 2-3) moved to bits 4-5; of
-    // values 64..95 (bits 4-5) and 96..127 (bits 6-7).
-    const __m512i up_lo = halves(_mm256_set1_epi16(4), _mm256_set1_epi16(2));
-    const __m512i down_hi = halves(_mm256_setzero_si256(), _mm256_set1_epi16(2));
     // Scale of vector v (sub-blocks 4v..4v+3) in every int16 lane of 128-bit lane k: 4v + k.
     auto scale_pick = [](int v) {
         return _mm512_add_epi16(_mm512_set1_epi16(static_cast<int16_t>(4 * v)),
@@ -205,10 +230,21 @@ void dot_q6_k512(int64_t n, float* result, const uint8_t* w, size_t stride, cons
             for (int h = 0; h < 2; ++h) {
                 const __m512i ql = _mm512_loadu_si512(wb.ql + 64 * h);
                 const __m512i qh = both_halves(wb.qh + 32 * h);
-                const __m512i lo = _mm512_ternarylogic_epi32(
-                    ql, _mm512_and_si512(_mm512_sllv_epi16(qh, up_lo), bits45), low4, 0xEC);  // (a & c) | b
-                const __m512i hi = _mm512_ternarylogic_epi32(
-                    _mm512_srli_epi16(ql, 4), _mm512_and_si512(_mm512_srlv_epi16(qh, down_hi), bits45), low4, 0xEC);
+#if defined(__GFNI__)
+                const __m512i top_lo = move_bits<ByteBits{{-1, -1, -1, -1, 0, 1, -1, -1}}, ByteBits{{-1, -1, -1, -1, 2, 3, -1, -1}}>(qh);
+                const __m512i top_hi = move_bits<ByteBits{{-1, -1, -1, -1, 4, 5, -1, -1}}, ByteBits{{-1, -1, -1, -1, 6, 7, -1, -1}}>(qh);
+#else
+                // Top bits of values 0..31 (qh bits 0-1) and 32..63 (bits 2-3) moved to bits
+                // 4-5, of values 64..95 (bits 4-5) and 96..127 (bits 6-7).
+                const __m512i bits45 = _mm512_set1_epi8(0x30);
+                const __m512i top_lo = _mm512_and_si512(
+                    _mm512_sllv_epi16(qh, halves(_mm256_set1_epi16(4), _mm256_set1_epi16(2))), bits45);
+                const __m512i top_hi = _mm512_and_si512(
+                    _mm512_srlv_epi16(qh, halves(_mm256_setzero_si256(), _mm256_set1_epi16(2))), bits45);
+#endif
+                const __m512i ql_hi = _mm512_srli_epi16(ql, 4);
+                const __m512i lo = _mm512_ternarylogic_epi32(ql, top_lo, low4, 0xEC);  // (a & c) | b
+                const __m512i hi = _mm512_ternarylogic_epi32(ql_hi, top_hi, low4, 0xEC);
                 const __m512i p_lo = _mm512_maddubs_epi16(lo, xq[2 * h]);
                 const __m512i p_hi = _mm512_maddubs_epi16(hi, xq[2 * h + 1]);
                 sumi[r][0] = _mm512_dpwssd_epi32(sumi[r][0], p_lo, _mm512_permutexvar_epi16(scale_pick(2 * h), sc));
