@@ -15,11 +15,15 @@
 
 #include <cmath>
 #include <cstring>
+#include <type_traits>
 
 #include "core/half.h"
 #include "quant/avx2_blocks.h"
 #include "quant/cpu_tuning.h"
 #include "quant/gcc_avx512_warnings.h"  // GCC 12's false positives in its own AVX-512 intrinsics
+#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VNNI__)
+#include "quant/avx512_bits.h"
+#endif
 
 namespace inlay::quant::detail {
 namespace {
@@ -309,9 +313,87 @@ void dot_q1_0_zmm8(int64_t n, float* result, const uint8_t* w, size_t stride, co
     }
     _mm256_storeu_ps(result, acc);
 }
+
+// The unsigned levels of blocks b0 and b1 of a Q4_0 / Q5_0 row in the low and the high
+// 256-bit half, in element order: Block32<Block>::levels' bytes, two blocks at once.
+template <class Block>
+inline __m512i levels_pair512(const Block& b0, const Block& b1) {
+    const __m512i raw = _mm512_mask_broadcast_i32x4(_mm512_broadcast_i32x4(load16(b0.qs)), 0xff00, load16(b1.qs));
+    const __m512i low = avx512::nibbles_by_lane(raw);
+    if constexpr (std::is_same_v<Block, BlockQ5_0>) {
+        const __mmask64 high = _cvtu64_mask64(load_u32(b0.qh) | uint64_t{load_u32(b1.qh)} << 32);
+        return _mm512_mask_add_epi8(low, high, low, _mm512_set1_epi8(16));
+    } else {
+        return low;
+    }
+}
+
+// dot_block_sums<Block, 8> for Q4_0 and Q5_0 in 512-bit vectors: a row's blocks b and
+// b + 1 in one vector (their activation blocks side by side), so a row costs one dpbusd
+// per two blocks, and the eight rows' lane sums of both blocks are reduced together as
+// in dot_q1_0_zmm8 (sum_lanes8's hadd trees, once per block, were a quarter of the
+// work). Integer totals are exact and each block's float step is dot_block_sums<Block,
+// 8>'s in block order, so the results are bitwise the same. Zen 5, bench_kernels
+// vec_dot_rows, one thread, against dot_block_sums<Block, 8>: Q4_0 30 -> 39-40 GB/s in
+// cache, 24-29 -> 33-35 from DRAM; Q5_0 27-28 -> 39-40 and 25-27 -> 32-34. Q8_0 the same
+// way (its signed values plus 128, against a -128 * sum x start) ran 1.2-1.4x in cache
+// but 0.8-0.9x from DRAM (151936 x 1024 and 16384 x 4096, either prefetch level), so
+// Q8_0 keeps dot_block_sums.
+template <class Block>
+void dot_block_sums_zmm8(int64_t n, float* result, const uint8_t* w, size_t stride, const void* x_row) {
+    const auto* x = static_cast<const BlockQ8_0*>(x_row);
+    const Block* wr[8];
+    for (int r = 0; r < 8; ++r) wr[r] = row_as<Block>(w, stride, r);
+    const int64_t n_blocks = n / kQK8_0;
+    const __m512i offset = _mm512_set1_epi8(static_cast<char>(Block32<Block>::kOffset));
+    const __m512i pick_even = _mm512_setr_epi64(0, 1, 8, 9, 4, 5, 12, 13);
+    const __m512i pick_odd = _mm512_setr_epi64(2, 3, 10, 11, 6, 7, 14, 15);
+    __m256 acc8 = _mm256_setzero_ps();
+    auto fuse = [&](int64_t b, __m256i totals) {
+        const __m128i dw16 = _mm_setr_epi16(static_cast<int16_t>(wr[0][b].d), static_cast<int16_t>(wr[1][b].d),
+                                            static_cast<int16_t>(wr[2][b].d), static_cast<int16_t>(wr[3][b].d),
+                                            static_cast<int16_t>(wr[4][b].d), static_cast<int16_t>(wr[5][b].d),
+                                            static_cast<int16_t>(wr[6][b].d), static_cast<int16_t>(wr[7][b].d));
+        const __m256 scale = _mm256_mul_ps(_mm256_cvtph_ps(dw16), _mm256_set1_ps(f16_to_f32(x[b].d)));
+        acc8 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(totals), scale, acc8);
+    };
+    int64_t b = 0;
+    for (; b + 2 <= n_blocks; b += 2) {
+        const __m512i xq = avx512::halves(load32(x[b].qs), load32(x[b + 1].qs));
+        const __m512i start = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_dpbusd_epi32(_mm512_setzero_si512(), offset, xq));
+        prefetch_rows<8>(w, stride, static_cast<size_t>(b) * sizeof(Block), 2 * sizeof(Block));
+        __m512i p[8];
+        for (int r = 0; r < 8; ++r) p[r] = _mm512_dpbusd_epi32(start, levels_pair512(wr[r][b], wr[r][b + 1]), xq);
+        // 128-bit quarter q of p[r]: quarters 0-1 block b, 2-3 block b + 1.
+        __m512i u[4], v[2];
+        for (int i = 0; i < 4; ++i)
+            u[i] = _mm512_add_epi32(_mm512_unpacklo_epi32(p[2 * i], p[2 * i + 1]),
+                                    _mm512_unpackhi_epi32(p[2 * i], p[2 * i + 1]));
+        for (int i = 0; i < 2; ++i)
+            v[i] = _mm512_add_epi32(_mm512_unpacklo_epi64(u[2 * i], u[2 * i + 1]),
+                                    _mm512_unpackhi_epi64(u[2 * i], u[2 * i + 1]));
+        // [rows 0-3 | rows 4-7] of block b, then of block b + 1.
+        const __m512i sums = _mm512_add_epi32(_mm512_permutex2var_epi64(v[0], pick_even, v[1]),
+                                              _mm512_permutex2var_epi64(v[0], pick_odd, v[1]));
+        fuse(b, _mm512_castsi512_si256(sums));
+        fuse(b + 1, _mm512_extracti64x4_epi64(sums, 1));
+    }
+    if (b < n_blocks) {  // an odd last block: dot_block_sums<Block, 8>'s own step
+        const __m256i xq = load32(x[b].qs);
+        const __m256i start = offset_start<Block>(xq);
+        __m256i p[8];
+        for (int r = 0; r < 8; ++r) p[r] = Block32<Block>::dot(wr[r][b], xq, start);
+        fuse(b, sum_lanes8(p));
+    }
+    _mm256_storeu_ps(result, acc8);
+}
 constexpr VecDotRowsFn kQ1RowGroup = row_groups<8, dot_q1_0_zmm8, dot_q1_0<1>>;
+constexpr VecDotRowsFn kQ4RowGroup = row_groups<8, dot_block_sums_zmm8<BlockQ4_0>, dot_block_sums<BlockQ4_0, 1>>;
+constexpr VecDotRowsFn kQ5RowGroup = row_groups<8, dot_block_sums_zmm8<BlockQ5_0>, dot_block_sums<BlockQ5_0, 1>>;
 #else
 constexpr VecDotRowsFn kQ1RowGroup = row_groups<kQ1Rows, dot_q1_0<kQ1Rows>, dot_q1_0<1>>;
+constexpr VecDotRowsFn kQ4RowGroup = row_groups<8, dot_block_sums<BlockQ4_0, 8>, dot_block_sums<BlockQ4_0, 1>>;
+constexpr VecDotRowsFn kQ5RowGroup = row_groups<8, dot_block_sums<BlockQ5_0, 8>, dot_block_sums<BlockQ5_0, 1>>;
 #endif
 
 }  // namespace
@@ -366,7 +448,6 @@ VecDotFn avx2_kernel(DType weight) {
 // against 15.9-16.3 and 16.6-16.9, SmolLM2-135M shape 138-155 against 127-139 and
 // 115-123, stories15M 1867-2114 against 1730-1799 and 1335-1942.
 constexpr VecDotRowsFn kQ8Eights = row_groups<8, dot_block_sums<BlockQ8_0, 8>, dot_block_sums<BlockQ8_0, 1>>;
-constexpr VecDotRowsFn kQ5RowGroup = row_groups<8, dot_block_sums<BlockQ5_0, 8>, dot_block_sums<BlockQ5_0, 1>>;
 
 VecDotRowsFn avx2_rows_kernel(DType weight) {
     switch (weight) {
@@ -376,7 +457,7 @@ VecDotRowsFn avx2_rows_kernel(DType weight) {
         case DType::Q8_0:
             if (cpu_tuning().q8_0_rows_in_eights) return kQ8Eights;
             return row_groups<2, dot_block_sums_rows<BlockQ8_0, 2>, dot_block_sums<BlockQ8_0, 1>>;
-        case DType::Q4_0: return row_groups<8, dot_block_sums<BlockQ4_0, 8>, dot_block_sums<BlockQ4_0, 1>>;
+        case DType::Q4_0: return kQ4RowGroup;
         case DType::Q4_1: return row_groups<1, dot_block32<BlockQ4_1, 1>, dot_block32<BlockQ4_1, 1>>;
         case DType::Q5_0: return kQ5RowGroup;
         case DType::Q5_1: return row_groups<1, dot_block32<BlockQ5_1, 1>, dot_block32<BlockQ5_1, 1>>;
