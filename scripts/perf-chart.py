@@ -61,6 +61,16 @@ def fmt_tick(v):
     return f"{v:g}" if v < 1e4 else f"{v / 1e3:g}k"
 
 
+def roofline_ts(test, membw):
+    """The test's roofline rate: its own (the bandwidth measured beside its rounds) where the
+    report has one, else the report's bandwidth over its bytes per token; None without."""
+    if test.get("roofline_ts"):
+        return test["roofline_ts"]
+    if membw and test.get("bytes_per_token"):
+        return membw / test["bytes_per_token"]
+    return None
+
+
 def panel(x0, y0, width, title, rows, membw):
     """One panel `width` wide: grouped bars for `rows` (name, inlay test, llama test)."""
     out = []
@@ -71,8 +81,8 @@ def panel(x0, y0, width, title, rows, membw):
         values.append(it["median_ts"])
         if lt:
             values.append(lt["median_ts"])
-        if membw and it.get("bytes_per_token"):
-            values.append(membw / it["bytes_per_token"])
+        if roofline_ts(it, membw):
+            values.append(roofline_ts(it, membw))
     ticks = nice_ticks(max(values) if values else 1)
     ymax = ticks[-1]
     y = lambda v: top + h - (v / ymax) * h
@@ -100,8 +110,8 @@ def panel(x0, y0, width, title, rows, membw):
         label = f"{r:.2f}x" if r is not None else "n/a"
         peak = max(v for v, _, _ in bars)
         out.append(f'<text x="{cx:.1f}" y="{y(peak) - 4:.1f}" text-anchor="middle" font-size="10">{label}</text>')
-        if membw and it.get("bytes_per_token"):
-            roof = membw / it["bytes_per_token"]
+        if roofline_ts(it, membw):
+            roof = roofline_ts(it, membw)
             out.append(f'<line x1="{cx - bar - 4:.1f}" y1="{y(roof):.1f}" x2="{cx + bar + 4:.1f}" y2="{y(roof):.1f}" '
                        f'stroke="{ROOF_COLOR}" stroke-width="2" stroke-dasharray="4 2">'
                        f'<title>{escape(name)} memory roofline: {roof:.1f} t/s</title></line>')
@@ -124,6 +134,9 @@ def svg_chart(report):
     sub = f"{report.get('date', '')}  {report.get('cpu') or report.get('host', '')}"
     if membw:
         sub += f"  read bandwidth {membw / 1e9:.1f} GB/s"
+        low, high = report.get("membw_range") or (membw, membw)
+        if high > low * 1.05:
+            sub += f" (median; {low / 1e9:.1f}-{high / 1e9:.1f} over the rounds)"
     sub += f"  medians of {report.get('rounds', '?')} interleaved rounds"
     out.append(f'<text x="{width / 2}" y="24" text-anchor="middle" font-size="16" font-weight="bold">'
                f'{escape(title)}</text>')

@@ -6,8 +6,10 @@
 # `llama-bench -r 1` with the same -t/-p/-n/-d (lists as both tools take them), the
 # order alternating between rounds, so both tools see the same machine state. It
 # records every round's tokens/s per test and each run's peak resident memory (GNU time's
-# %M), measures the read bandwidth once (inlay bench --membw over --membw-mib MiB, 1024 by
-# default, unless --membw-gbps gives it), notes `uptime` at the start and the end, and
+# %M), measures the read bandwidth at the start and again before every round (inlay bench
+# --membw over --membw-mib MiB, 1024 by default; a VM's bandwidth can move 2x within
+# minutes with its neighbours, so each round's decode is set against the bandwidth measured
+# beside it) unless --membw-gbps gives one figure, notes `uptime` at the start and the end, and
 # writes one JSON file: the settings, both tools' versions (llama.cpp's build commit from
 # its own report), and per model and test the samples and their median.
 # scripts/perf-chart.py turns it into a chart and a table (docs/perf/README.md).
@@ -80,11 +82,24 @@ else
 fi
 membw=$(cat "$work/membw")
 membw_gbps_now=$(python3 -c 'import sys; print(float(sys.argv[1]) / 1e9)' "$membw")
+# The bandwidth beside a round: measured again unless given; its GB/s on stdout.
+round_membw() {
+  local name=$1
+  if [ -n "$membw_gbps" ]; then
+    echo "$membw" > "$work/$name.membw"
+  else
+    "$inlay" bench --membw --membw-mib "$membw_mib" -t "$threads" --json > "$work/$name.membw.json"
+    python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["membw_bytes_per_s"])' "$work/$name.membw.json" \
+      > "$work/$name.membw"
+  fi
+  python3 -c 'import sys; print(float(sys.argv[1]) / 1e9)' "$(cat "$work/$name.membw")"
+}
 "$inlay" --version > "$work/inlay_version"
 
 for i in "${!models[@]}"; do
   m=${models[$i]}
   for ((r = 0; r < rounds; r++)); do
+    membw_gbps_now=$(round_membw "m${i}_r${r}")
     inlay_run() {
       timed "m${i}_r${r}_inlay" "$inlay" bench -m "$m" -t "$threads" -p "$n_prompt" -n "$n_gen" -d "$n_depth" \
         -r 1 --membw-gbps "$membw_gbps_now" --json
@@ -149,7 +164,9 @@ def collect(per_round, extra=None):
         t["median_ts"] = statistics.median(t["samples_ts"])
     return list(tests.values())
 
-membw = float(read("membw"))
+round_membw = [[float(read(f"m{i}_r{r}.membw")) for r in range(rounds)] for i in range(len(models))]
+all_membw = [float(read("membw"))] + [b for per_model in round_membw for b in per_model]
+membw = statistics.median(all_membw)
 report = {
     "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
     "host": socket.gethostname(),
@@ -161,7 +178,8 @@ report = {
     "n_depth": sizes(n_depth),
     "uptime_start": read("uptime_start"),
     "uptime_end": read("uptime_end"),
-    "membw_bytes_per_s": membw,
+    "membw_bytes_per_s": membw,  # the median of every reading (the start's and each round's)
+    "membw_range": [min(all_membw), max(all_membw)],
     "membw_source": read("membw_source"),
     "inlay": {"path": inlay, "version": read("inlay_version")},
     "llama_cpp": {"path": llama_bench},
@@ -188,15 +206,19 @@ for i, path in enumerate(models):
             t["bytes_per_token"] = row["bytes_per_token"]
 
     inlay_tests = collect(inlay_rounds, decode_bytes)
+    model_membw = statistics.median(round_membw[i])
     for t in inlay_tests:
         if "bytes_per_token" in t:
+            # Each round's rate against the bandwidth measured beside it, then the median.
             t["bytes_per_s"] = t["median_ts"] * t["bytes_per_token"]
-            t["roofline_share"] = t["bytes_per_s"] / membw if membw > 0 else None
-            t["roofline_ts"] = membw / t["bytes_per_token"]
+            shares = [ts * t["bytes_per_token"] / b for ts, b in zip(t["samples_ts"], round_membw[i]) if b > 0]
+            t["roofline_share"] = statistics.median(shares) if shares else None
+            t["roofline_ts"] = model_membw / t["bytes_per_token"]
     report["models"].append({
         "path": path,
         "name": os.path.basename(path),
         "file_bytes": os.path.getsize(path),
+        "membw_bytes_per_s": round_membw[i],  # per round
         "inlay": {"tests": inlay_tests, "peak_rss_bytes": inlay_rss, "load_s": load_s},
         "llama_cpp": {"tests": collect(llama_rounds), "peak_rss_bytes": llama_rss},
     })

@@ -3,8 +3,8 @@
 # llama-bench's -o jsonl rows with fixed rates and logs its arguments) and the real inlay
 # wrapped to log its runs: the same -t/-p/-n/-d reach both tools with -r 1, the order
 # alternates between rounds, and the JSON holds every round's samples, their medians, the
-# peak RSS of every run, the bandwidth, both versions and the load. Then
-# scripts/perf-chart.py draws it.
+# peak RSS of every run, the bandwidth (at the start and beside every round), both versions
+# and the load. Then scripts/perf-chart.py draws it.
 #   perf_compare_test.sh INLAY SOURCE_DIR
 set -euo pipefail
 inlay=$1 src=$2
@@ -46,6 +46,7 @@ FAKE
 cat > "$tmp/inlay" <<WRAP
 #!/usr/bin/env bash
 if [ "\$1" = bench ] && [ "\$2" = -m ]; then echo "inlay \$*" >> "\$RUN_LOG"; fi
+if [ "\$1" = bench ] && [ "\$2" = --membw ]; then echo "membw \$*" >> "\$RUN_LOG.membw"; fi
 exec "$inlay" "\$@"
 WRAP
 chmod +x "$tmp/llama-bench" "$tmp/inlay"
@@ -55,6 +56,8 @@ out=$tmp/compare.json
 RUN_LOG=$log LLAMA_BENCH=$tmp/llama-bench "$src/scripts/perf-compare.sh" --inlay "$tmp/inlay" -t 1 -p 8 -n 4 \
   -d 0,8 -r 2 --membw-mib 64 -o "$out" "$model" 2> "$tmp/stderr" || { cat "$tmp/stderr" >&2; fail "perf-compare.sh failed"; }
 
+# The bandwidth measured at the start and before each of the two rounds.
+[ "$(wc -l < "$log.membw")" = 3 ] || fail "bandwidth measured $(wc -l < "$log.membw") times, not 3"
 # Round 1: inlay first; round 2: llama-bench first. Same settings, one repetition each.
 order=$(cut -d' ' -f1 "$log" | tr '\n' ' ')
 [ "$order" = "inlay llama llama inlay " ] || fail "run order was '$order'"
@@ -70,6 +73,12 @@ def check(cond, what):
 check(report["threads"] == 1 and report["rounds"] == 2, "threads/rounds")
 check(report["n_prompt"] == [8] and report["n_gen"] == [4] and report["n_depth"] == [0, 8], "sizes")
 check(report["membw_source"] == "measured" and report["membw_bytes_per_s"] > 0, "membw")
+check(len(report["models"][0]["membw_bytes_per_s"]) == 2 and all(b > 0 for b in report["models"][0]["membw_bytes_per_s"]),
+      "a bandwidth per round")
+low, high = report["membw_range"]
+check(0 < low <= report["membw_bytes_per_s"] <= high, "bandwidth range")
+check(low <= min(report["models"][0]["membw_bytes_per_s"]) and max(report["models"][0]["membw_bytes_per_s"]) <= high,
+      "the rounds' readings inside the range")
 check("load average" in report["uptime_start"] and "load average" in report["uptime_end"], "uptime")
 check(report["llama_cpp"]["build_commit"] == "fake123" and report["llama_cpp"]["build_number"] == 42, "llama version")
 check(report["inlay"]["version"].startswith("inlay "), "inlay version")
@@ -88,8 +97,11 @@ for t in m["llama_cpp"]["tests"]:
 for t in m["inlay"]["tests"]:
     if t["n_gen"]:
         check(abs(t["bytes_per_s"] - t["median_ts"] * t["bytes_per_token"]) <= 1e-9 * t["bytes_per_s"], "bytes_per_s")
-        check(abs(t["roofline_share"] - t["bytes_per_s"] / report["membw_bytes_per_s"]) < 1e-12, "share")
-        check(abs(t["roofline_ts"] * t["bytes_per_token"] - report["membw_bytes_per_s"]) < 1e-3 * report["membw_bytes_per_s"], "roofline")
+        # Each round's rate against its own bandwidth reading, then the median of the two.
+        shares = [ts * t["bytes_per_token"] / b for ts, b in zip(t["samples_ts"], m["membw_bytes_per_s"])]
+        check(abs(t["roofline_share"] - sum(shares) / 2) < 1e-12, "share")
+        model_membw = sum(m["membw_bytes_per_s"]) / 2
+        check(abs(t["roofline_ts"] * t["bytes_per_token"] - model_membw) < 1e-3 * model_membw, "roofline")
     else:
         check("bytes_per_token" not in t, "pp has no decode bytes")
 EOF
