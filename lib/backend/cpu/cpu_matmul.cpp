@@ -24,7 +24,13 @@
 namespace inlay {
 namespace {
 constexpr size_t kRowBlock = 16;  // rows computed together; also the thread split granularity
-constexpr size_t kDecodeChunksPerThread = 4;  // streamed products: contiguous runs per thread
+// Streamed products: contiguous runs per thread. Two, not four: longer runs keep each
+// thread's prefetch walk going, and the end of a matmul still balances on a run of a
+// quarter of the rows. Zen 5, 2 threads, decode, 5 alternations against four: SmolLM2
+// shape Q4_K_M +10-20%, Q8_0 +5-12%, F16 0-17%, Qwen3 shape Q8_0 and Q4_K_M 0-14% (more
+// where the host gave its 80 GB/s mode), stories15M Q8_0 +20-40%; eight or sixteen runs
+// were 10-40% slower.
+constexpr size_t kDecodeChunksPerThread = 2;
 // Products of up to quant::kStreamedTokens tokens (decoding a few sequences, verifying a
 // few proposals) stream the matrix as one token does: each thread walks long runs of rows,
 // and the tile kernels ask for the rows ahead of them, so a pass of a few tokens from DRAM
