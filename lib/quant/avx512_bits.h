@@ -1,8 +1,9 @@
-// Internal: moving bits inside the bytes of a 512-bit vector, for the 512-bit decode
-// kernels (vec_dot_avx512_kquants.cpp, vec_dot_avx2.cpp's AVX-512 rows): the nibbles of
-// packed 4-bit levels and the high bits of 5- and 6-bit ones. With GFNI one affine
-// transform over GF(2) moves any bits of every byte (an 8 x 8 bit matrix per qword);
-// without it (Cascade Lake has AVX-512 VNNI but no GFNI) word shifts and masks do.
+// Internal: building 512-bit vectors from two 256-bit halves (the 512-bit tiles and row
+// kernels), and moving bits inside the bytes of a vector (vec_dot_avx512_kquants.cpp,
+// vec_dot_avx2.cpp's AVX-512 rows): the nibbles of packed 4-bit levels and the high bits
+// of 5- and 6-bit ones. With GFNI one affine transform over GF(2) moves any bits of every
+// byte (an 8 x 8 bit matrix per qword); without it (Cascade Lake has AVX-512 VNNI but no
+// GFNI) word shifts and masks do.
 // Include only inside `#if defined(__AVX512F__) && defined(__AVX512BW__)`.
 #pragma once
 
@@ -14,6 +15,9 @@ namespace inlay::quant::detail::avx512 {
 
 // Low 256 bits from `lo`, high 256 bits from `hi`.
 inline __m512i halves(__m256i lo, __m256i hi) { return _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1); }
+#if defined(__AVX512DQ__)
+inline __m512 halves(__m256 lo, __m256 hi) { return _mm512_insertf32x8(_mm512_castps256_ps512(lo), hi, 1); }
+#endif
 
 // Where each bit of a byte comes from: from[k] is the source bit of bit k, -1 for 0.
 struct ByteBits {

@@ -254,6 +254,21 @@ void dot_q1_0(int64_t n, float* result, const uint8_t* w, size_t stride, const v
 }
 
 #if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VNNI__)
+// The totals of eight rows' lane sums, each p[r] holding two parts (its 128-bit quarters
+// 0-1 part A, 2-3 part B): [rows 0-3 | rows 4-7] of part A in the low 256 bits, of part B
+// in the high ones, by 32-bit and 64-bit interleaves and one qword permute.
+inline __m512i sum_lanes8_parts(const __m512i (&p)[8]) {
+    __m512i u[4], v[2];
+    for (int i = 0; i < 4; ++i)  // per quarter: [r0 + r0', r1 + r1', ...] pairwise lane sums of rows 2i, 2i+1
+        u[i] = _mm512_add_epi32(_mm512_unpacklo_epi32(p[2 * i], p[2 * i + 1]), _mm512_unpackhi_epi32(p[2 * i], p[2 * i + 1]));
+    for (int i = 0; i < 2; ++i)  // per quarter: the four rows 4i..4i+3's sums over the quarter
+        v[i] = _mm512_add_epi32(_mm512_unpacklo_epi64(u[2 * i], u[2 * i + 1]), _mm512_unpackhi_epi64(u[2 * i], u[2 * i + 1]));
+    // Qwords of two sources: quarter 0 of a, of b, quarter 2 of a, of b (and 1, 3).
+    const __m512i pick_even = _mm512_setr_epi64(0, 1, 8, 9, 4, 5, 12, 13);
+    const __m512i pick_odd = _mm512_setr_epi64(2, 3, 10, 11, 6, 7, 14, 15);
+    return _mm512_add_epi32(_mm512_permutex2var_epi64(v[0], pick_even, v[1]), _mm512_permutex2var_epi64(v[0], pick_odd, v[1]));
+}
+
 // dot_q1_0<8> in 512-bit vectors: a row's 128 bits are two 64-bit byte masks, each
 // covering two sub-blocks in one zmm (activation blocks 2j and 2j+1 side by side), so a
 // row costs two masked moves and two dpbusd per block where the 256-bit kernel spends
@@ -267,9 +282,6 @@ void dot_q1_0_zmm8(int64_t n, float* result, const uint8_t* w, size_t stride, co
     const BlockQ1_0* wr[8];
     for (int r = 0; r < 8; ++r) wr[r] = row_as<BlockQ1_0>(w, stride, r);
     const __m512i twos = _mm512_set1_epi8(2), ones = _mm512_set1_epi8(1);
-    // Qwords of two sources: quarter 0 of a, of b, quarter 2 of a, of b (and 1, 3).
-    const __m512i pick_even = _mm512_setr_epi64(0, 1, 8, 9, 4, 5, 12, 13);
-    const __m512i pick_odd = _mm512_setr_epi64(2, 3, 10, 11, 6, 7, 14, 15);
     __m256 acc = _mm256_setzero_ps();  // lane r: row r
     for (int64_t b = 0; b < n / kQK1_0; ++b) {
         const BlockQ8_0* xb = x + b * K;
@@ -277,7 +289,7 @@ void dot_q1_0_zmm8(int64_t n, float* result, const uint8_t* w, size_t stride, co
         // per half h (sub-blocks 2h, 2h+1): the 8 rows' totals, [rows 0-3, 4-7] per sub-block
         __m256i totals[K];
         for (int h = 0; h < 2; ++h) {
-            const __m512i xq = _mm512_inserti64x4(_mm512_castsi256_si512(load32(xb[2 * h].qs)), load32(xb[2 * h + 1].qs), 1);
+            const __m512i xq = avx512::halves(load32(xb[2 * h].qs), load32(xb[2 * h + 1].qs));
             const __m512i neg_sum = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_dpbusd_epi32(_mm512_setzero_si512(), ones, xq));
             __m512i p[8];
             for (int r = 0; r < 8; ++r) {
@@ -289,17 +301,8 @@ void dot_q1_0_zmm8(int64_t n, float* result, const uint8_t* w, size_t stride, co
                 std::memcpy(&bits, wr[r][b].qs + 8 * h, sizeof bits);
                 p[r] = _mm512_dpbusd_epi32(neg_sum, _mm512_maskz_mov_epi8(_cvtu64_mask64(bits), twos), xq);
             }
-            // 128-bit quarter q of p[r]: lanes 4q..4q+3, quarters 0-1 sub-block 2h, 2-3 sub-block 2h+1.
-            __m512i u[4], v[2];
-            for (int i = 0; i < 4; ++i)  // per quarter: [r0 + r0', r1 + r1', ...] pairwise lane sums of rows 2i, 2i+1
-                u[i] = _mm512_add_epi32(_mm512_unpacklo_epi32(p[2 * i], p[2 * i + 1]),
-                                        _mm512_unpackhi_epi32(p[2 * i], p[2 * i + 1]));
-            for (int i = 0; i < 2; ++i)  // per quarter: the four rows 4i..4i+3's sums over the quarter
-                v[i] = _mm512_add_epi32(_mm512_unpacklo_epi64(u[2 * i], u[2 * i + 1]),
-                                        _mm512_unpackhi_epi64(u[2 * i], u[2 * i + 1]));
-            // [rows 0-3 | rows 4-7] of sub-block 2h, then of 2h+1: quarters 0 + 1 and 2 + 3.
-            const __m512i sums = _mm512_add_epi32(_mm512_permutex2var_epi64(v[0], pick_even, v[1]),
-                                                  _mm512_permutex2var_epi64(v[0], pick_odd, v[1]));
+            // p[r]'s quarters 0-1: sub-block 2h, 2-3: sub-block 2h+1.
+            const __m512i sums = sum_lanes8_parts(p);
             totals[2 * h] = _mm512_castsi512_si256(sums);
             totals[2 * h + 1] = _mm512_extracti64x4_epi64(sums, 1);
         }
@@ -331,8 +334,8 @@ inline __m512i levels_pair512(const Block& b0, const Block& b1) {
 // dot_block_sums<Block, 8> for Q4_0 and Q5_0 in 512-bit vectors: a row's blocks b and
 // b + 1 in one vector (their activation blocks side by side), so a row costs one dpbusd
 // per two blocks, and the eight rows' lane sums of both blocks are reduced together as
-// in dot_q1_0_zmm8 (sum_lanes8's hadd trees, once per block, were a quarter of the
-// work). Integer totals are exact and each block's float step is dot_block_sums<Block,
+// by sum_lanes8_parts (sum_lanes8's hadd trees, once per block, were a quarter of
+// the work). Integer totals are exact and each block's float step is dot_block_sums<Block,
 // 8>'s in block order, so the results are bitwise the same. Zen 5, bench_kernels
 // vec_dot_rows, one thread, against dot_block_sums<Block, 8>: Q4_0 30 -> 39-40 GB/s in
 // cache, 24-29 -> 33-35 from DRAM; Q5_0 27-28 -> 39-40 and 25-27 -> 32-34. Q8_0 the same
@@ -346,8 +349,6 @@ void dot_block_sums_zmm8(int64_t n, float* result, const uint8_t* w, size_t stri
     for (int r = 0; r < 8; ++r) wr[r] = row_as<Block>(w, stride, r);
     const int64_t n_blocks = n / kQK8_0;
     const __m512i offset = _mm512_set1_epi8(static_cast<char>(Block32<Block>::kOffset));
-    const __m512i pick_even = _mm512_setr_epi64(0, 1, 8, 9, 4, 5, 12, 13);
-    const __m512i pick_odd = _mm512_setr_epi64(2, 3, 10, 11, 6, 7, 14, 15);
     __m256 acc8 = _mm256_setzero_ps();
     auto fuse = [&](int64_t b, __m256i totals) {
         const __m128i dw16 = _mm_setr_epi16(static_cast<int16_t>(wr[0][b].d), static_cast<int16_t>(wr[1][b].d),
@@ -364,17 +365,7 @@ void dot_block_sums_zmm8(int64_t n, float* result, const uint8_t* w, size_t stri
         prefetch_rows<8>(w, stride, static_cast<size_t>(b) * sizeof(Block), 2 * sizeof(Block));
         __m512i p[8];
         for (int r = 0; r < 8; ++r) p[r] = _mm512_dpbusd_epi32(start, levels_pair512(wr[r][b], wr[r][b + 1]), xq);
-        // 128-bit quarter q of p[r]: quarters 0-1 block b, 2-3 block b + 1.
-        __m512i u[4], v[2];
-        for (int i = 0; i < 4; ++i)
-            u[i] = _mm512_add_epi32(_mm512_unpacklo_epi32(p[2 * i], p[2 * i + 1]),
-                                    _mm512_unpackhi_epi32(p[2 * i], p[2 * i + 1]));
-        for (int i = 0; i < 2; ++i)
-            v[i] = _mm512_add_epi32(_mm512_unpacklo_epi64(u[2 * i], u[2 * i + 1]),
-                                    _mm512_unpackhi_epi64(u[2 * i], u[2 * i + 1]));
-        // [rows 0-3 | rows 4-7] of block b, then of block b + 1.
-        const __m512i sums = _mm512_add_epi32(_mm512_permutex2var_epi64(v[0], pick_even, v[1]),
-                                              _mm512_permutex2var_epi64(v[0], pick_odd, v[1]));
+        const __m512i sums = sum_lanes8_parts(p);  // p[r]'s quarters 0-1: block b, 2-3: block b + 1
         fuse(b, _mm512_castsi512_si256(sums));
         fuse(b + 1, _mm512_extracti64x4_epi64(sums, 1));
     }

@@ -22,15 +22,13 @@
 #include "quant/gcc_avx512_warnings.h"
 #include "quant/avx2_blocks.h"
 #include "quant/avx2_kquant_levels.h"
+#include "quant/avx512_bits.h"
 
 namespace inlay::quant::detail {
 namespace {
 
 using namespace avx2;
-
-// Two 256-bit halves in one vector, `lo` in the low half.
-inline __m512i halves(__m256i lo, __m256i hi) { return _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1); }
-inline __m512 halves(__m256 lo, __m256 hi) { return _mm512_insertf32x8(_mm512_castps256_ps512(lo), hi, 1); }
+using avx512::halves;
 
 // ---------------------------------------------------------------- float types
 
