@@ -73,20 +73,16 @@ timed() {
 uptime > "$work/uptime_start"
 if [ -n "$membw_gbps" ]; then
   echo "given" > "$work/membw_source"
-  python3 -c 'import sys; print(float(sys.argv[1]) * 1e9)' "$membw_gbps" > "$work/membw"
+  python3 -c 'import sys; print(float(sys.argv[1]) * 1e9)' "$membw_gbps" > "$work/given.membw"
 else
   echo "measured" > "$work/membw_source"
-  "$inlay" bench --membw --membw-mib "$membw_mib" -t "$threads" --json > "$work/membw.json"
-  python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["membw_bytes_per_s"])' "$work/membw.json" \
-    > "$work/membw"
 fi
-membw=$(cat "$work/membw")
-membw_gbps_now=$(python3 -c 'import sys; print(float(sys.argv[1]) / 1e9)' "$membw")
-# The bandwidth beside a round: measured again unless given; its GB/s on stdout.
+# The read bandwidth now (the given figure, else measured) in $work/NAME.membw, bytes/s;
+# its GB/s on stdout.
 round_membw() {
   local name=$1
   if [ -n "$membw_gbps" ]; then
-    echo "$membw" > "$work/$name.membw"
+    cp "$work/given.membw" "$work/$name.membw"
   else
     "$inlay" bench --membw --membw-mib "$membw_mib" -t "$threads" --json > "$work/$name.membw.json"
     python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["membw_bytes_per_s"])' "$work/$name.membw.json" \
@@ -94,6 +90,7 @@ round_membw() {
   fi
   python3 -c 'import sys; print(float(sys.argv[1]) / 1e9)' "$(cat "$work/$name.membw")"
 }
+round_membw start > /dev/null
 "$inlay" --version > "$work/inlay_version"
 
 for i in "${!models[@]}"; do
@@ -165,7 +162,7 @@ def collect(per_round, extra=None):
     return list(tests.values())
 
 round_membw = [[float(read(f"m{i}_r{r}.membw")) for r in range(rounds)] for i in range(len(models))]
-all_membw = [float(read("membw"))] + [b for per_model in round_membw for b in per_model]
+all_membw = [float(read("start.membw"))] + [b for per_model in round_membw for b in per_model]
 membw = statistics.median(all_membw)
 report = {
     "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
