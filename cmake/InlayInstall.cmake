@@ -19,17 +19,15 @@ install(FILES ${PROJECT_SOURCE_DIR}/include/inlay/inlay.h ${PROJECT_SOURCE_DIR}/
   DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/inlay)
 install(EXPORT inlayTargets NAMESPACE inlay:: FILE inlayTargets.cmake DESTINATION ${INLAY_INSTALL_CMAKEDIR})
 
-# The CUDA backend's runtime dependencies, as lib/ and kernels/ link them: the CUDA runtime
-# statically (CUDA::cudart_static) and NVRTC as a shared library. cuBLAS is not linked:
-# the backend opens it with dlopen when the first CUDA backend is made
-# (lib/backend/cuda/cublas_library.h), so that a process on the CPU never maps it. (The
-# linker drops NVRTC from DT_NEEDED while the library calls none of it, as today; it stays
-# declared, so that the declaration cannot fall behind the link line.) The installed
-# library finds it through its RUNPATH (INSTALL_RPATH_USE_LINK_PATH in capi/CMakeLists.txt).
+# The CUDA backend's runtime dependencies: the CUDA runtime is linked in statically
+# (CUDA::cudart_static); cuBLAS and NVRTC are not linked: the backend opens them with
+# dlopen when it first needs them (lib/backend/cuda/cublas_library.h,
+# kernels/cuda/nvrtc_compile.h), so a process on the CPU never maps them and a machine
+# with a driver but without them still loads libinlay. What remains for a static link is
+# the dynamic loader's library.
 set(INLAY_PC_LIBS_PRIVATE_LINE "")
-if(INLAY_HAVE_CUDA)
-  get_filename_component(nvrtc_dir "${CUDA_nvrtc_LIBRARY}" DIRECTORY)
-  set(INLAY_PC_LIBS_PRIVATE_LINE "Libs.private: -L${nvrtc_dir} -lnvrtc")
+if(INLAY_HAVE_CUDA AND CMAKE_DL_LIBS)
+  set(INLAY_PC_LIBS_PRIVATE_LINE "Libs.private:")
   foreach(lib IN LISTS CMAKE_DL_LIBS)
     string(APPEND INLAY_PC_LIBS_PRIVATE_LINE " -l${lib}")
   endforeach()

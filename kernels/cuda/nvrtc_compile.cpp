@@ -1,13 +1,96 @@
 // NVRTC wrapper: see nvrtc_compile.h.
 #include "nvrtc_compile.h"
 
+#include <cuda_runtime_api.h>  // CUDART_VERSION: the toolkit's major version names libnvrtc
+#include <dlfcn.h>
 #include <nvrtc.h>
 
+#include <mutex>
 #include <string>
 #include <vector>
 
 namespace inlay::cuda::nvrtc {
 namespace {
+
+// The NVRTC entry points, from libnvrtc opened on first use: linked, libnvrtc would be a
+// load-time dependency of every host program (and of libinlay on machines with a driver
+// but no toolkit), for a compiler only a few model shapes ever need.
+struct Api {
+    decltype(&nvrtcVersion) version = nullptr;
+    decltype(&nvrtcGetErrorString) error_string = nullptr;
+    decltype(&nvrtcCreateProgram) create_program = nullptr;
+    decltype(&nvrtcDestroyProgram) destroy_program = nullptr;
+    decltype(&nvrtcAddNameExpression) add_name_expression = nullptr;
+    decltype(&nvrtcCompileProgram) compile_program = nullptr;
+    decltype(&nvrtcGetProgramLogSize) log_size = nullptr;
+    decltype(&nvrtcGetProgramLog) log = nullptr;
+    decltype(&nvrtcGetLoweredName) lowered_name = nullptr;
+    decltype(&nvrtcGetCUBINSize) cubin_size = nullptr;
+    decltype(&nvrtcGetCUBIN) cubin = nullptr;
+    decltype(&nvrtcGetPTXSize) ptx_size = nullptr;
+    decltype(&nvrtcGetPTX) ptx = nullptr;
+};
+
+template <class F>
+bool resolve(void* handle, const char* symbol, F& out, const std::string& library, std::string& why) {
+    dlerror();  // clear any earlier error
+    void* p = dlsym(handle, symbol);
+    if (!p) {
+        why = library + " has no " + symbol;
+        return false;
+    }
+    out = reinterpret_cast<F>(p);
+    return true;
+}
+
+bool load_api(const std::string& library, Api& api, std::string& why) {
+    void* handle = dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (!handle) {
+        const char* e = dlerror();
+        why = e ? std::string(e) : library + ": dlopen failed";
+        return false;
+    }
+    Api a;
+    const bool ok = resolve(handle, "nvrtcVersion", a.version, library, why) &&
+                    resolve(handle, "nvrtcGetErrorString", a.error_string, library, why) &&
+                    resolve(handle, "nvrtcCreateProgram", a.create_program, library, why) &&
+                    resolve(handle, "nvrtcDestroyProgram", a.destroy_program, library, why) &&
+                    resolve(handle, "nvrtcAddNameExpression", a.add_name_expression, library, why) &&
+                    resolve(handle, "nvrtcCompileProgram", a.compile_program, library, why) &&
+                    resolve(handle, "nvrtcGetProgramLogSize", a.log_size, library, why) &&
+                    resolve(handle, "nvrtcGetProgramLog", a.log, library, why) &&
+                    resolve(handle, "nvrtcGetLoweredName", a.lowered_name, library, why) &&
+                    resolve(handle, "nvrtcGetCUBINSize", a.cubin_size, library, why) &&
+                    resolve(handle, "nvrtcGetCUBIN", a.cubin, library, why) &&
+                    resolve(handle, "nvrtcGetPTXSize", a.ptx_size, library, why) &&
+                    resolve(handle, "nvrtcGetPTX", a.ptx, library, why);
+    if (!ok) {
+        dlclose(handle);
+        return false;
+    }
+    api = a;  // the handle stays open for the life of the process
+    return true;
+}
+
+// The process's NVRTC, or null with the reason in *why.
+const Api* api(std::string* why = nullptr) {
+    static std::once_flag once;
+    static Api loaded;
+    static std::string failure;
+    std::call_once(once, [] {
+        const std::string name = "libnvrtc.so." + std::to_string(CUDART_VERSION / 1000);
+        std::string reason;
+        if (load_api(name, loaded, reason)) return;
+        failure = reason;
+#ifdef INLAY_CUDA_LIBRARY_DIR
+        if (load_api(std::string(INLAY_CUDA_LIBRARY_DIR) + "/" + name, loaded, reason)) return;
+        failure += "; " + reason;
+#endif
+    });
+    if (loaded.compile_program) return &loaded;
+    if (why) *why = failure;
+    return nullptr;
+}
 
 // Owns an nvrtcProgram.
 class Program {
@@ -16,7 +99,7 @@ public:
     Program(const Program&) = delete;
     Program& operator=(const Program&) = delete;
     ~Program() {
-        if (prog_) nvrtcDestroyProgram(&prog_);
+        if (prog_) api()->destroy_program(&prog_);
     }
     nvrtcProgram* out() { return &prog_; }
     nvrtcProgram get() const { return prog_; }
@@ -27,9 +110,9 @@ private:
 
 std::string program_log(nvrtcProgram prog) {
     size_t size = 0;
-    if (nvrtcGetProgramLogSize(prog, &size) != NVRTC_SUCCESS || size <= 1) return {};
+    if (api()->log_size(prog, &size) != NVRTC_SUCCESS || size <= 1) return {};
     std::string log(size, '\0');
-    if (nvrtcGetProgramLog(prog, log.data()) != NVRTC_SUCCESS) return {};
+    if (api()->log(prog, log.data()) != NVRTC_SUCCESS) return {};
     log.resize(size - 1);  // the terminating NUL
     return log;
 }
@@ -44,7 +127,7 @@ Result failure(Status status, std::string message, std::string log = {}) {
 }
 
 std::string nvrtc_message(const char* what, nvrtcResult res) {
-    return std::string(what) + ": " + nvrtcGetErrorString(res);
+    return std::string(what) + ": " + api()->error_string(res);
 }
 
 // "sm_80" -> "80"; empty when malformed.
@@ -75,9 +158,14 @@ const char* status_name(Status status) {
     return "unknown";
 }
 
+bool available(std::string* why) {
+    return api(why) != nullptr;
+}
+
 int version() {
+    const Api* a = api();
     int major = 0, minor = 0;
-    if (nvrtcVersion(&major, &minor) != NVRTC_SUCCESS) return 0;
+    if (!a || a->version(&major, &minor) != NVRTC_SUCCESS) return 0;
     return major * 1000 + minor * 10;
 }
 
@@ -87,6 +175,10 @@ Result compile(const Request& request) {
     if (number.empty())
         return failure(Status::invalid_argument, "nvrtc: arch '" + request.arch + "' is not of the form sm_XX");
 
+    std::string why;
+    const Api* nv = api(&why);
+    if (!nv) return failure(Status::nvrtc_error, "nvrtc: the library could not be loaded: " + why);
+
     std::vector<const char*> header_texts, header_names;
     for (const Header& h : request.headers) {
         header_texts.push_back(h.text.c_str());
@@ -94,11 +186,11 @@ Result compile(const Request& request) {
     }
     Program prog;
     nvrtcResult res =
-        nvrtcCreateProgram(prog.out(), request.source.c_str(), request.source_name.c_str(),
+        nv->create_program(prog.out(), request.source.c_str(), request.source_name.c_str(),
                            static_cast<int>(header_texts.size()), header_texts.data(), header_names.data());
     if (res != NVRTC_SUCCESS) return failure(Status::nvrtc_error, nvrtc_message("nvrtcCreateProgram", res));
     for (const std::string& expr : request.name_expressions) {
-        res = nvrtcAddNameExpression(prog.get(), expr.c_str());
+        res = nv->add_name_expression(prog.get(), expr.c_str());
         if (res != NVRTC_SUCCESS)
             return failure(Status::nvrtc_error, nvrtc_message("nvrtcAddNameExpression", res) + " (" + expr + ")");
     }
@@ -109,7 +201,7 @@ Result compile(const Request& request) {
     std::vector<const char*> option_ptrs;
     for (const std::string& o : options) option_ptrs.push_back(o.c_str());
 
-    res = nvrtcCompileProgram(prog.get(), static_cast<int>(option_ptrs.size()), option_ptrs.data());
+    res = nv->compile_program(prog.get(), static_cast<int>(option_ptrs.size()), option_ptrs.data());
     std::string log = program_log(prog.get());
     if (res == NVRTC_ERROR_COMPILATION)
         return failure(Status::compile_error, "nvrtc: " + request.source_name + " did not compile for " + request.arch,
@@ -120,18 +212,18 @@ Result compile(const Request& request) {
     r.log = std::move(log);
     for (const std::string& expr : request.name_expressions) {
         const char* lowered = nullptr;
-        res = nvrtcGetLoweredName(prog.get(), expr.c_str(), &lowered);
+        res = nv->lowered_name(prog.get(), expr.c_str(), &lowered);
         if (res != NVRTC_SUCCESS || !lowered)
             return failure(Status::nvrtc_error, nvrtc_message("nvrtcGetLoweredName", res) + " (" + expr + ")", r.log);
         r.lowered_names.emplace_back(lowered);
     }
     size_t size = 0;
-    res = request.cubin ? nvrtcGetCUBINSize(prog.get(), &size) : nvrtcGetPTXSize(prog.get(), &size);
+    res = request.cubin ? nv->cubin_size(prog.get(), &size) : nv->ptx_size(prog.get(), &size);
     if (res != NVRTC_SUCCESS || size == 0)
         return failure(Status::nvrtc_error, nvrtc_message(request.cubin ? "nvrtcGetCUBINSize" : "nvrtcGetPTXSize", res),
                        r.log);
     r.image.resize(size);
-    res = request.cubin ? nvrtcGetCUBIN(prog.get(), r.image.data()) : nvrtcGetPTX(prog.get(), r.image.data());
+    res = request.cubin ? nv->cubin(prog.get(), r.image.data()) : nv->ptx(prog.get(), r.image.data());
     if (res != NVRTC_SUCCESS)
         return failure(Status::nvrtc_error, nvrtc_message(request.cubin ? "nvrtcGetCUBIN" : "nvrtcGetPTX", res), r.log);
     r.status = Status::ok;

@@ -1,7 +1,7 @@
 // Run-time compilation of CUDA C++ with NVRTC: source in, PTX or CUBIN out. NVRTC needs
 // no GPU and no driver, so this works (and is tested) on any machine with the toolkit's
-// libnvrtc. Failures come back as a status and a message, never as an abort or throw
-// (except std::bad_alloc).
+// libnvrtc (opened with dlopen on first use: see available()). Failures come back as a status and a message, never as
+// an abort or throw (except std::bad_alloc).
 #pragma once
 
 #include <string>
@@ -50,5 +50,11 @@ struct Result {
 
 // NVRTC's version as major * 1000 + minor * 10 (e.g. 13000), or 0 if unavailable.
 [[nodiscard]] int version();
+
+// Whether NVRTC can be used here: libnvrtc.so.<toolkit major> is opened on first use (from
+// the loader's path, else the build's toolkit folder), never linked, so a process that
+// never compiles does not depend on it. Without it compile() fails with nvrtc_error and
+// *why (if given) says what the loader said.
+[[nodiscard]] bool available(std::string* why = nullptr);
 
 }  // namespace inlay::cuda::nvrtc

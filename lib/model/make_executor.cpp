@@ -1,6 +1,7 @@
 #include "model/make_executor.h"
 
 #include <charconv>
+#include <cstdlib>
 
 #include "core/error.h"
 #include "core/log.h"
@@ -42,27 +43,45 @@ int cuda_device_count(std::string* why) {
     return 0;
 }
 
-std::unique_ptr<Executor> make_cuda_executor(int, const DecoderSpec&, const WeightSource&) {
+std::unique_ptr<Executor> make_cuda_executor(int, const std::filesystem::path&, const DecoderSpec&,
+                                             const WeightSource&) {
     std::string why;
     (void)cuda_device_count(&why);
     fail(INLAY_ERR_UNSUPPORTED, "device cuda: {}", why);
 }
 #endif
 
+std::filesystem::path kernel_cache_dir(const char* inlay_kernel_cache_dir, const char* xdg_cache_home,
+                                       const char* home) {
+    if (inlay_kernel_cache_dir) return inlay_kernel_cache_dir;
+    // The XDG base directory rules: a relative $XDG_CACHE_HOME is ignored.
+    if (xdg_cache_home && *xdg_cache_home && std::filesystem::path(xdg_cache_home).is_absolute())
+        return std::filesystem::path(xdg_cache_home) / "inlay" / "nvrtc";
+    if (home && *home && std::filesystem::path(home).is_absolute())
+        return std::filesystem::path(home) / ".cache" / "inlay" / "nvrtc";
+    return {};
+}
+
 std::unique_ptr<Executor> make_executor(const DeviceRequest& request, const DecoderSpec& spec,
                                         const WeightSource& source) {
+    // Read once per load, never inside an op.
+    const auto cache_dir = [&] {
+        return request.kernel_cache_dir ? *request.kernel_cache_dir
+                                        : kernel_cache_dir(std::getenv("INLAY_KERNEL_CACHE_DIR"),
+                                                           std::getenv("XDG_CACHE_HOME"), std::getenv("HOME"));
+    };
     switch (request.kind) {
         case DeviceKind::cpu:
             return make_cpu_executor(request.n_threads, spec, source);
         case DeviceKind::cuda:
-            return make_cuda_executor(request.index, spec, source);
+            return make_cuda_executor(request.index, cache_dir(), spec, source);
         case DeviceKind::automatic:
             break;
     }
     std::string why;
     if (cuda_device_count(&why) > 0) {
         try {
-            auto executor = make_cuda_executor(0, spec, source);
+            auto executor = make_cuda_executor(0, cache_dir(), spec, source);
             log(LogLevel::info, "device auto: running on cuda:0");
             return executor;
         } catch (const Error& e) {

@@ -2,7 +2,9 @@
 // build has a GPU backend and one is present, else the CPU, and logs which it took.
 #pragma once
 
+#include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -18,7 +20,17 @@ struct DeviceRequest {
     DeviceKind kind = DeviceKind::automatic;
     int index = 0;      // which GPU (cuda)
     int n_threads = 0;  // CPU threads (the CPU backend; a GPU backend's host work); 0: all cores
+    // Where a GPU backend keeps the kernels it compiles at load time between processes;
+    // empty: nowhere. nullopt: kernel_cache_dir() of the environment.
+    std::optional<std::filesystem::path> kernel_cache_dir;
 };
+
+// The kernel cache's directory from the environment's values (passed in, so that this is
+// testable): $INLAY_KERNEL_CACHE_DIR when set (empty turns the cache off), else
+// $XDG_CACHE_HOME/inlay/nvrtc when that is an absolute path, else $HOME/.cache/inlay/nvrtc,
+// else none.
+std::filesystem::path kernel_cache_dir(const char* inlay_kernel_cache_dir, const char* xdg_cache_home,
+                                       const char* home);
 
 // "auto", "cpu", "cuda" or "cuda:N"; INLAY_ERR_INVALID_ARGUMENT otherwise.
 DeviceRequest parse_device(std::string_view text);
@@ -35,7 +47,8 @@ std::unique_ptr<Executor> make_executor(const DeviceRequest& request, const Deco
 std::unique_ptr<Executor> make_cpu_executor(int n_threads, const DecoderSpec& spec, const WeightSource& source);
 
 // The CUDA backend's (cuda/cuda_executor.cpp; only where cuda_backend_built()).
-std::unique_ptr<Executor> make_cuda_executor(int device_index, const DecoderSpec& spec, const WeightSource& source);
+std::unique_ptr<Executor> make_cuda_executor(int device_index, const std::filesystem::path& kernel_cache_dir,
+                                             const DecoderSpec& spec, const WeightSource& source);
 // Usable CUDA devices (0 without a driver or device; CUDA's reason in *why); 0 where
 // the backend is not built.
 int cuda_device_count(std::string* why);

@@ -8,6 +8,7 @@
 #include <limits>
 #include <numeric>
 #include <random>
+#include <tuple>
 
 #include "backend_test_util.h"
 #include "core/half.h"
@@ -254,9 +255,13 @@ TEMPLATE_TEST_CASE("rope_kv_append: q/k norm, RoPE (normal, neox, factors) and t
 
 TEMPLATE_TEST_CASE("paged causal GQA attention matches float64 softmax attention", "[backend]", INLAY_TEST_BACKENDS) {
     auto b = BackendFactory<TestType>::make();
-    for (DType kv_type : {DType::F32, DType::F16}) {
-        INFO("kv " << dtype_name(kv_type));
-        const KvGeometry g{2, 2, 16, 4, kv_type};  // 2 layers, 2 KV heads, head_dim 16, 4 slots per block
+    // 2 layers, 2 KV heads, 6 query heads (groups of 3); head_dim 16 in blocks of 4 slots
+    // (CUDA: the generic kernel), head_dim 64 in blocks of 16 (CUDA: compiled by NVRTC).
+    using Case = std::tuple<int64_t, int64_t, DType>;
+    for (const auto& [head_dim, block_size, kv_type] : {Case{16, 4, DType::F32}, Case{16, 4, DType::F16},
+                                                        Case{64, 16, DType::F32}, Case{64, 16, DType::F16}}) {
+        INFO("kv " << dtype_name(kv_type) << ", head_dim " << head_dim << ", blocks of " << block_size);
+        const KvGeometry g{2, 2, head_dim, block_size, kv_type};
         const int64_t n_heads = 6, layer = 1;
         const float scale = 0.3f;  // not 1/sqrt(head_dim): the parameter is what counts
         // Two sequences in one ragged batch; blocks deliberately out of order.
@@ -309,6 +314,15 @@ TEMPLATE_TEST_CASE("paged causal GQA attention matches float64 softmax attention
                 }
             }
         }
+#ifdef INLAY_TEST_CUDA
+        if constexpr (std::is_same_v<TestType, CudaBackend>) {
+            // The shape nvcc did not build ran the variant NVRTC compiled for this device
+            // (a failed compile or load would have fallen back to the generic kernel).
+            const auto kernel = b->attention_kernel(head_dim, n_heads / g.n_kv_heads, block_size, kv_type);
+            CHECK(kernel.source == (head_dim == 64 ? cuda_backend::AttentionKernelSource::nvrtc
+                                                   : cuda_backend::AttentionKernelSource::generic));
+        }
+#endif
     }
 }
 

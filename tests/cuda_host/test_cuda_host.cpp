@@ -2,11 +2,14 @@
 // batch packing, format and matmul-path choices, CUDA/cuBLAS error mapping, and what
 // opening a device does where there is none (a clear status; `auto` falls back to the
 // CPU). INLAY_TEST_EXPECT_GPU=1 marks a machine where a device must be found.
-#include <catch2/catch.hpp>
+#include <unistd.h>
 
+#include <catch2/catch.hpp>
 #include <cstdlib>
+#include <filesystem>
 #include <string>
 
+#include "backend/cuda/attention_kernels.h"
 #include "backend/cuda/cublas_library.h"
 #include "backend/cuda/cuda_backend.h"
 #include "backend/cuda/cuda_error.h"
@@ -204,8 +207,82 @@ TEST_CASE("without a CUDA device: a clear status, and auto runs on the CPU", "[c
     const auto file = GgufFile::from_bytes(bytes, "tiny");
     DecoderSpec spec = spec_from_gguf_metadata(file->metadata());
     spec.n_vocab = test::TinyLlamaOptions{}.n_vocab;
-    REQUIRE(status_of_call([&] { (void)make_executor(DeviceRequest{DeviceKind::cuda, 0, 1}, spec, *file); }) ==
-            INLAY_ERR_UNSUPPORTED);
-    const auto ex = make_executor(DeviceRequest{DeviceKind::automatic, 0, 1}, spec, *file);
+    REQUIRE(status_of_call([&] {
+                (void)make_executor(DeviceRequest{DeviceKind::cuda, 0, 1, std::nullopt}, spec, *file);
+            }) == INLAY_ERR_UNSUPPORTED);
+    const auto ex = make_executor(DeviceRequest{DeviceKind::automatic, 0, 1, std::nullopt}, spec, *file);
     REQUIRE(ex->kv_device() == "cpu");
+}
+
+TEST_CASE("attention kernels: built-in for common shapes, NVRTC where the template takes the shape, else generic",
+          "[cuda_host]") {
+    using cuda::KvType;
+    using Shape = cuda::nvrtc_sources::AttentionShape;
+    const auto source = [](int hd, int group, int block, KvType t) {
+        return choose_attention_kernel(Shape{hd, group, block, t});
+    };
+    CHECK(source(128, 4, 16, KvType::f16) == AttentionKernelSource::builtin);  // Llama 3 8B, Qwen3-8B
+    CHECK(source(64, 1, 16, KvType::f32) == AttentionKernelSource::builtin);
+    CHECK(source(64, 3, 16, KvType::f16) == AttentionKernelSource::nvrtc);   // SmolLM2-135M/360M
+    CHECK(source(128, 5, 16, KvType::f16) == AttentionKernelSource::nvrtc);  // Qwen3-14B
+    CHECK(source(128, 4, 32, KvType::f16) == AttentionKernelSource::nvrtc);  // another block size
+    CHECK(source(256, 32, 64, KvType::f32) == AttentionKernelSource::nvrtc);
+    CHECK(source(48, 1, 16, KvType::f16) == AttentionKernelSource::generic);  // stories15M: not a multiple of 32
+    CHECK(source(64, 3, 12, KvType::f16) == AttentionKernelSource::generic);  // blocks of 12: not a power of two
+    CHECK(source(288, 1, 16, KvType::f16) == AttentionKernelSource::none);    // beyond every kernel
+    CHECK(source(64, 33, 16, KvType::f16) == AttentionKernelSource::none);
+    CHECK(std::string(attention_kernel_source_name(AttentionKernelSource::nvrtc)) == "NVRTC");
+    CHECK(cuda_arch_name(9, 0) == "sm_90");
+    CHECK(cuda_arch_name(8, 6) == "sm_86");
+}
+
+TEST_CASE("an NVRTC attention variant compiles once and is read from the disk cache after", "[cuda_host]") {
+    std::string why;
+    const bool nvrtc_loaded = cuda::nvrtc::available(&why);  // opened with dlopen, not linked
+    INFO(why);
+    REQUIRE(nvrtc_loaded);
+    const std::filesystem::path dir =
+        std::filesystem::temp_directory_path() / ("inlay-test-attn-cache-" + std::to_string(::getpid()));
+    std::filesystem::remove_all(dir);
+    const cuda::nvrtc_sources::AttentionShape smollm{64, 3, 16, cuda::KvType::f16};
+    std::vector<char> image;
+    {
+        cuda::nvrtc::CompileCache cache(dir, 13000);
+        const cuda::nvrtc::Result r = compile_attention_variant(smollm, "sm_90", cache);
+        INFO(r.message);
+        REQUIRE(r.ok());
+        REQUIRE(r.lowered_names.size() == 1);
+        CHECK(r.image.size() > 1000);
+        CHECK(cache.stats().misses == 1);
+        CHECK(cache.stats().stores == 1);
+        image = r.image;
+    }
+    {
+        // Another process (a new cache object) on the same machine and driver reads it.
+        cuda::nvrtc::CompileCache cache(dir, 13000);
+        const cuda::nvrtc::Result r = compile_attention_variant(smollm, "sm_90", cache);
+        REQUIRE(r.ok());
+        CHECK(cache.stats().hits == 1);
+        CHECK(cache.stats().stores == 0);
+        CHECK(r.image == image);
+        // Another driver, or another architecture: compiled again, not taken from the cache.
+        cuda::nvrtc::CompileCache other_driver(dir, 13010);
+        CHECK(compile_attention_variant(smollm, "sm_90", other_driver).ok());
+        CHECK(other_driver.stats().hits == 0);
+        const cuda::nvrtc::Result sm80 = compile_attention_variant(smollm, "sm_80", cache);
+        CHECK(sm80.ok());
+        CHECK(cache.stats().hits == 1);
+        CHECK(sm80.image != image);
+    }
+    std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("the kernel cache's directory comes from the environment, an empty override turns it off", "[cuda_host]") {
+    CHECK(kernel_cache_dir("/data/kernels", "/xdg", "/home/u") == "/data/kernels");
+    CHECK(kernel_cache_dir("", "/xdg", "/home/u").empty());  // set and empty: no disk cache
+    CHECK(kernel_cache_dir(nullptr, "/xdg", "/home/u") == "/xdg/inlay/nvrtc");
+    CHECK(kernel_cache_dir(nullptr, "relative", "/home/u") == "/home/u/.cache/inlay/nvrtc");  // XDG: ignored
+    CHECK(kernel_cache_dir(nullptr, "", "/home/u") == "/home/u/.cache/inlay/nvrtc");
+    CHECK(kernel_cache_dir(nullptr, nullptr, nullptr).empty());
+    CHECK(kernel_cache_dir(nullptr, nullptr, "").empty());
 }

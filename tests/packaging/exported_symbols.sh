@@ -2,7 +2,10 @@
 # packaging_symbols (ctest): libinlay.so exports the C ABI and nothing else. Reads the
 # dynamic symbol table (nm -D --defined-only) and fails on any defined symbol whose name
 # does not start with inlay_ (the version nodes of the version script aside), and on any
-# function declared INLAY_API in inlay.h that is not exported.
+# function declared INLAY_API in inlay.h that is not exported. Also reads its DT_NEEDED
+# entries (objdump -p, beside nm): no CUDA library may be one, since the CUDA backend opens
+# cuBLAS and NVRTC at run time and links the CUDA runtime statically, so the library loads
+# on machines without the toolkit or a driver.
 #
 #   exported_symbols.sh NM LIBRARY VERSION_SCRIPT HEADER
 set -euo pipefail
@@ -43,6 +46,17 @@ for f in "${exported[@]}"; do is_exported[$f]=1; done
 for f in "${declared[@]}"; do
   [ -n "${is_exported[$f]:-}" ] || fail "$f is declared in inlay.h but not exported"
 done
+objdump=$(dirname "$nm")/objdump
+[ -x "$objdump" ] || objdump=objdump
+needed=$("$objdump" -p "$library" | awk '$1 == "NEEDED" { print $2 }') ||
+  { echo "packaging_symbols: $objdump -p failed on $library" >&2; exit 1; }
+[ -n "$needed" ] || fail "no DT_NEEDED entry read from $library"
+while read -r lib; do
+  case $lib in
+    libcuda.so* | libcudart.so* | libcublas* | libnvrtc* | libnccl*) fail "libinlay.so needs $lib at load time" ;;
+  esac
+done <<< "$needed"
+echo "packaging_symbols: needs $(echo $needed | tr '\n' ' ')"
 if [ "$failures" -ne 0 ]; then
   echo "packaging_symbols: $failures check(s) failed" >&2
   exit 1

@@ -37,7 +37,7 @@ int CudaBackend::device_count(std::string* why) {
     return n;
 }
 
-CudaBackend::CudaBackend(int device_index) : device_(device_index) {
+CudaBackend::CudaBackend(int device_index, Options options) : device_(device_index) {
     std::string why;
     const int n = device_count(&why);
     if (device_index < 0 || device_index >= n)
@@ -56,16 +56,34 @@ CudaBackend::CudaBackend(int device_index) : device_(device_index) {
         (void)cudaStreamDestroy(stream_);
         check_cublas(st, "cublasSetStream");
     }
+    int driver = 0;
+    if (cudaDriverGetVersion(&driver) != cudaSuccess) driver = 0;
+    attention_kernels_ = std::make_unique<cuda_backend::AttentionKernels>(
+        cuda_backend::cuda_arch_name(props_.major, props_.minor), std::move(options.kernel_cache_dir), driver);
 }
 
 CudaBackend::~CudaBackend() {
     (void)cudaSetDevice(device_);
     if (stream_) (void)cudaStreamSynchronize(stream_);
+    attention_kernels_.reset();  // unloads the NVRTC variants' libraries while the device is current
     if (cublas_) (void)blas_->destroy(cublas_);
     if (stream_) (void)cudaStreamDestroy(stream_);
 }
 
-void CudaBackend::make_current() const { check_cuda(cudaSetDevice(device_), "cudaSetDevice"); }
+void CudaBackend::make_current() const {
+    check_cuda(cudaSetDevice(device_), "cudaSetDevice");
+}
+
+cuda_backend::AttentionKernels::Choice CudaBackend::attention_kernel(int64_t head_dim, int64_t group,
+                                                                     int64_t block_size, DType kv_type) {
+    make_current();
+    constexpr int64_t kMax = int64_t{1} << 30;  // far beyond any kernel: keeps the int casts exact
+    if (head_dim <= 0 || head_dim > kMax || group <= 0 || group > kMax || block_size <= 0 || block_size > kMax)
+        return {};
+    return attention_kernels_->get(cuda::nvrtc_sources::AttentionShape{
+        static_cast<int>(head_dim), static_cast<int>(group), static_cast<int>(block_size),
+        kv_type == DType::F16 ? cuda::KvType::f16 : cuda::KvType::f32});
+}
 
 DeviceMemory CudaBackend::memory_info() const {
     make_current();

@@ -14,13 +14,15 @@
 // K of one layer is contiguous and whole-block moves are 2 x n_layers copies.
 //
 // Run on an H200 by scripts/gpu-check.sh (docs/perf/gpu-runs.md); what changed after the
-// latest run listed there is UNVERIFIED on a GPU (the tensor-core GEMM paths, 2026-12-04).
+// latest run listed there is UNVERIFIED on a GPU (the tensor-core GEMM paths, 2026-12-04;
+// the NVRTC attention variants, 2026-12-06).
 #pragma once
 
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
 #include <cstddef>
+#include <filesystem>
 #include <memory>
 #include <optional>
 #include <span>
@@ -28,6 +30,7 @@
 #include <vector>
 
 #include "backend/concepts.h"
+#include "backend/cuda/attention_kernels.h"
 #include "backend/cuda/cublas_library.h"
 #include "backend/cuda/cuda_plans.h"
 #include "backend/cuda/device_memory.h"
@@ -123,9 +126,15 @@ public:
     // One stream and one cuBLAS handle: forward passes are serialised by the executor.
     static constexpr bool kConcurrentForward = false;
 
+    struct Options {
+        // Where NVRTC's compilations of attention variants are kept between processes
+        // (attention_kernels.h); empty: compiled in every process that needs them.
+        std::filesystem::path kernel_cache_dir;
+    };
+
     // Opens device `index`: INLAY_ERR_UNSUPPORTED when there is no CUDA driver or device
     // of that index (the message has CUDA's reason).
-    explicit CudaBackend(int device_index);
+    explicit CudaBackend(int device_index, Options options = {});
     ~CudaBackend();
     CudaBackend(const CudaBackend&) = delete;
     CudaBackend& operator=(const CudaBackend&) = delete;
@@ -147,6 +156,11 @@ public:
                                .llamacpp_activations = false};
     }
     [[nodiscard]] DeviceMemory memory_info() const;
+    // The kernel that runs attention of this shape (a group of `group` query heads per KV
+    // head), resolved on first use: an NVRTC variant is compiled (or read from the cache)
+    // and loaded then, so a caller that knows its shape at load time calls this there.
+    cuda_backend::AttentionKernels::Choice attention_kernel(int64_t head_dim, int64_t group, int64_t block_size,
+                                                            DType kv_type);
     [[nodiscard]] const cudaDeviceProp& properties() const { return props_; }
 
     Buffer alloc(int64_t n_floats);
@@ -199,6 +213,7 @@ private:
     cudaStream_t stream_ = nullptr;
     const cuda_backend::CublasApi* blas_ = nullptr;  // loaded on demand (cublas_library.h)
     cublasHandle_t cublas_ = nullptr;
+    std::unique_ptr<cuda_backend::AttentionKernels> attention_kernels_;
 };
 
 static_assert(Backend<CudaBackend>);

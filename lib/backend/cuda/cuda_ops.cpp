@@ -213,6 +213,9 @@ void CudaBackend::attention(const Buffer& q, const KvStorage& kv, int64_t layer,
              "the CUDA backend has no attention kernel for head_dim {}, {} query heads per KV head, blocks of {}",
              g.head_dim, group, g.block_size);
     make_current();
+    // The kernel chosen for this shape (an NVRTC variant compiled on first use, or null
+    // for the launcher's built-in or generic kernel).
+    const void* kernel = attention_kernel(g.head_dim, group, g.block_size, g.dtype).kernel;
     const int64_t q_stride = n_heads * g.head_dim;
     cuda::AttentionSplitPlan plan{};
     if (n <= scratch.attention_tokens)
@@ -221,12 +224,12 @@ void CudaBackend::attention(const Buffer& q, const KvStorage& kv, int64_t layer,
     if (plan.n_splits > 1) {
         check_cuda(cuda::attention_decode_split(q.ptr(), q_stride, static_cast<int32_t>(n_heads), kv.layer(layer),
                                                 batch.tokens(), scale, plan, scratch.attention.ptr(), out.ptr(),
-                                                q_stride, stream_),
+                                                q_stride, stream_, kernel),
                    "attention_decode_split");
         return;
     }
-    check_cuda(cuda::attention_decode(q.ptr(), q_stride, static_cast<int32_t>(n_heads), kv.layer(layer),
-                                      batch.tokens(), scale, out.ptr(), q_stride, stream_),
+    check_cuda(cuda::attention_decode(q.ptr(), q_stride, static_cast<int32_t>(n_heads), kv.layer(layer), batch.tokens(),
+                                      scale, out.ptr(), q_stride, stream_, kernel),
                "attention_decode");
 }
 
