@@ -270,13 +270,27 @@ cudaError_t attention_decode_split(const float* q, int64_t q_stride, int32_t n_q
                                    const TokenBatch& batch, float scale, const AttentionSplitPlan& plan, float* scratch,
                                    float* out, int64_t out_stride, cudaStream_t stream, const void* kernel = nullptr);
 
-// Prefill attention (many query tokens of the same sequences). For now this is the
-// decode kernel run for every token (one CTA per token and kv head, no sharing of K/V
-// loads between the tokens of a prompt): correct, not yet fast. Same arguments and
-// results as attention_decode.
+// Prefill attention (many query tokens of the same sequences) in f32: the decode kernel
+// run for every token (one CTA per token and kv head, no sharing of K/V loads between the
+// tokens of a prompt). Same arguments and results as attention_decode; the shapes and
+// caches attention_prefill_flash takes go faster through it.
 cudaError_t attention_prefill(const float* q, int64_t q_stride, int32_t n_q_heads, const PagedKvLayer& kv,
                               const TokenBatch& batch, float scale, float* out, int64_t out_stride, cudaStream_t stream,
                               const void* kernel = nullptr);
+
+// Prefill attention on tensor cores (flash_prefill.cu): the same arguments and attention
+// as attention_decode for an f16 cache with head_dim 64 or 128 and a GQA group of at most
+// 64 (attention_prefill_flash_supported; cudaErrorNotSupported otherwise). One CTA per 64
+// query rows (consecutive tokens times the group's query heads) and kv head, so every
+// K/V row staged in shared memory serves 64 rows, and q K^T and P V run as mma.sync
+// m16n8k16 with f16 operands and f32 accumulation. Rounding: q and the softmax weights P
+// are rounded to f16 (the decode kernel keeps both in f32), the online softmax is f32 in
+// log2 units over tiles of 64 keys. Meant for prompts (many tokens per sequence); a CTA
+// whose tokens span several sequences walks them one after the other.
+[[nodiscard]] bool attention_prefill_flash_supported(int32_t head_dim, int32_t group, KvType type);
+cudaError_t attention_prefill_flash(const float* q, int64_t q_stride, int32_t n_q_heads, const PagedKvLayer& kv,
+                                    const TokenBatch& batch, float scale, float* out, int64_t out_stride,
+                                    cudaStream_t stream);
 
 // ---------------------------------------------------------------------------------------
 // Decode matmul (gemv over a few tokens): y[t][r] = dot(W row r, x[t]) for t < n_tokens

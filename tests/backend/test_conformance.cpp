@@ -8,7 +8,6 @@
 #include <limits>
 #include <numeric>
 #include <random>
-#include <tuple>
 
 #include "backend_test_util.h"
 #include "core/half.h"
@@ -255,22 +254,40 @@ TEMPLATE_TEST_CASE("rope_kv_append: q/k norm, RoPE (normal, neox, factors) and t
 
 TEMPLATE_TEST_CASE("paged causal GQA attention matches float64 softmax attention", "[backend]", INLAY_TEST_BACKENDS) {
     auto b = BackendFactory<TestType>::make();
-    // 2 layers, 2 KV heads, 6 query heads (groups of 3); head_dim 16 in blocks of 4 slots
-    // (CUDA: the generic kernel), head_dim 64 in blocks of 16 (CUDA: compiled by NVRTC).
-    using Case = std::tuple<int64_t, int64_t, DType>;
-    for (const auto& [head_dim, block_size, kv_type] : {Case{16, 4, DType::F32}, Case{16, 4, DType::F16},
-                                                        Case{64, 16, DType::F32}, Case{64, 16, DType::F16}}) {
-        INFO("kv " << dtype_name(kv_type) << ", head_dim " << head_dim << ", blocks of " << block_size);
-        const KvGeometry g{2, 2, head_dim, block_size, kv_type};
+    // 2 layers, 2 KV heads, 6 query heads (groups of 3). head_dim 16 in blocks of 4 slots
+    // (CUDA: the generic kernel), head_dim 64 in blocks of 16 (CUDA: compiled by NVRTC);
+    // two sequences of 10 and 6 tokens in one ragged batch, blocks deliberately out of
+    // order; and a 100-token prompt of one sequence (CUDA: the tensor-core prefill kernel).
+    struct Seq {
+        std::vector<int32_t> blocks;
+        int64_t n_tokens;
+    };
+    struct Case {
+        int64_t head_dim, block_size;
+        DType kv_type;
+        std::vector<Seq> seqs;
+    };
+    const std::vector<Seq> two = {{{5, 2, 7}, 10}, {{0, 3}, 6}};
+    const std::vector<Seq> prompt = {{{6, 1, 4, 0, 7, 2, 5}, 100}};
+    for (const Case& c : {Case{16, 4, DType::F32, two}, Case{16, 4, DType::F16, two}, Case{64, 16, DType::F32, two},
+                          Case{64, 16, DType::F16, two}, Case{64, 16, DType::F16, prompt}}) {
+        const DType kv_type = c.kv_type;
+        INFO("kv " << dtype_name(kv_type) << ", head_dim " << c.head_dim << ", blocks of " << c.block_size << ", "
+                   << c.seqs.size() << " sequences");
+        const KvGeometry g{2, 2, c.head_dim, c.block_size, kv_type};
         const int64_t n_heads = 6, layer = 1;
         const float scale = 0.3f;  // not 1/sqrt(head_dim): the parameter is what counts
-        // Two sequences in one ragged batch; blocks deliberately out of order.
         BatchBuilder bb;
-        const int32_t s0 = bb.add_sequence(std::vector<int32_t>{5, 2, 7}, 10);
-        const int32_t s1 = bb.add_sequence(std::vector<int32_t>{0, 3}, 6);
-        for (int p = 0; p < 10; ++p) bb.add_token(1, p, s0);
-        for (int p = 0; p < 6; ++p) bb.add_token(1, p, s1);
-        const int64_t n_tok = 16;
+        std::vector<int64_t> first_of_token;  // batch index of each token's sequence's position 0
+        for (const Seq& sq : c.seqs) {
+            const int32_t id = bb.add_sequence(sq.blocks, static_cast<int32_t>(sq.n_tokens));
+            const auto first = static_cast<int64_t>(first_of_token.size());
+            for (int64_t p = 0; p < sq.n_tokens; ++p) {
+                bb.add_token(1, static_cast<int32_t>(p), id);
+                first_of_token.push_back(first);
+            }
+        }
+        const auto n_tok = static_cast<int64_t>(first_of_token.size());
         auto kv = b->alloc_kv(g, 8);
         auto batch = prepare(*b, bb, kv);
         const auto k = random_floats(static_cast<size_t>(n_tok * g.n_kv_heads * g.head_dim), 8);
@@ -287,29 +304,39 @@ TEMPLATE_TEST_CASE("paged causal GQA attention matches float64 softmax attention
             return kv_type == DType::F16 ? static_cast<double>(f16_to_f32_portable(f32_to_f16_portable(f))) : static_cast<double>(f);
         };
         for (int64_t t = 0; t < n_tok; ++t) {
-            const int64_t first = t < 10 ? 0 : 10;  // batch index of the sequence's position 0
+            const int64_t first = first_of_token[static_cast<size_t>(t)];
             const int64_t pos = t - first;
             for (int64_t h = 0; h < n_heads; ++h) {
                 const int64_t kvh = h / (n_heads / g.n_kv_heads);
                 const float* qv = q.data() + (t * n_heads + h) * g.head_dim;
                 std::vector<double> sc;
+                double sabs = 0;  // the largest scale * sum |q k| over the keys
                 for (int64_t p = 0; p <= pos; ++p) {
-                    double d = 0;
-                    for (int64_t i = 0; i < g.head_dim; ++i)
-                        d += qv[i] * stored(k[static_cast<size_t>(((first + p) * g.n_kv_heads + kvh) * g.head_dim + i)]);
+                    double d = 0, mag = 0;
+                    for (int64_t i = 0; i < g.head_dim; ++i) {
+                        const double x = qv[i] * stored(k[static_cast<size_t>(((first + p) * g.n_kv_heads + kvh) * g.head_dim + i)]);
+                        d += x;
+                        mag += std::fabs(x);
+                    }
                     sc.push_back(d * scale);
+                    sabs = std::max(sabs, mag * scale);
                 }
                 double m = -1e300;
                 for (const double e : sc) m = std::max(m, e);
                 double z = 0;
                 for (auto& e : sc) z += (e = std::exp(e - m));
+                // f16 caches on the CPU accumulate V in f16 like llama.cpp (one rounding of
+                // 2^-11 relative per position, on |v| < 5); CUDA keeps the accumulator in f32
+                // and its prefill kernel rounds q and the weights to f16 (a score moves by
+                // 2^-11 sabs, a weight by 2^-11); f32 caches are exact math.
+                double tol = 2e-6;
+                if (kv_type == DType::F16)
+                    tol = std::is_same_v<TestType, CpuBackend> ? static_cast<double>(pos + 1) * 5 * std::ldexp(1.0, -11)
+                                                               : 5 * (2 * sabs + 4) * std::ldexp(1.0, -11) + 1e-5;
                 for (int64_t i = 0; i < g.head_dim; ++i) {
                     double ref = 0;
                     for (size_t p = 0; p < sc.size(); ++p)
                         ref += sc[p] / z * stored(v[static_cast<size_t>(((first + static_cast<int64_t>(p)) * g.n_kv_heads + kvh) * g.head_dim + i)]);
-                    // f16 caches accumulate V in f16 like llama.cpp (one rounding of 2^-11
-                    // relative per position, at most 10 here, on |v| < 5); f32 is exact math.
-                    const double tol = kv_type == DType::F16 ? 10 * 5 * std::ldexp(1.0, -11) : 2e-6;
                     REQUIRE(std::fabs(got[static_cast<size_t>((t * n_heads + h) * g.head_dim + i)] - ref) <= tol);
                 }
             }
@@ -318,9 +345,11 @@ TEMPLATE_TEST_CASE("paged causal GQA attention matches float64 softmax attention
         if constexpr (std::is_same_v<TestType, CudaBackend>) {
             // The shape nvcc did not build ran the variant NVRTC compiled for this device
             // (a failed compile or load would have fallen back to the generic kernel).
-            const auto kernel = b->attention_kernel(head_dim, n_heads / g.n_kv_heads, block_size, kv_type);
-            CHECK(kernel.source == (head_dim == 64 ? cuda_backend::AttentionKernelSource::nvrtc
-                                                   : cuda_backend::AttentionKernelSource::generic));
+            const auto kernel = b->attention_kernel(c.head_dim, n_heads / g.n_kv_heads, c.block_size, kv_type);
+            CHECK(kernel.source == (c.head_dim == 64 ? cuda_backend::AttentionKernelSource::nvrtc
+                                                     : cuda_backend::AttentionKernelSource::generic));
+            CHECK(cuda_backend::use_flash_prefill(n_tok, static_cast<int64_t>(c.seqs.size()), c.head_dim,
+                                                  n_heads / g.n_kv_heads, kv_type) == (n_tok == 100));
         }
 #endif
     }

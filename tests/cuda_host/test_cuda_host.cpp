@@ -286,3 +286,15 @@ TEST_CASE("the kernel cache's directory comes from the environment, an empty ove
     CHECK(kernel_cache_dir(nullptr, nullptr, nullptr).empty());
     CHECK(kernel_cache_dir(nullptr, nullptr, "").empty());
 }
+
+TEST_CASE("prompt chunks on an f16 cache take the tensor-core prefill attention; decode steps do not", "[cuda_host]") {
+    CHECK(use_flash_prefill(512, 1, 128, 4, DType::F16));      // a prompt chunk (Llama 3 8B)
+    CHECK(use_flash_prefill(64, 4, 64, 3, DType::F16));        // four prompts of 16 (SmolLM2's group)
+    CHECK_FALSE(use_flash_prefill(63, 1, 128, 4, DType::F16));  // too few tokens
+    CHECK_FALSE(use_flash_prefill(64, 5, 128, 4, DType::F16));  // 64 sequences of ~1: a decode step
+    CHECK_FALSE(use_flash_prefill(512, 1, 128, 4, DType::F32)); // f32 caches keep f32 arithmetic
+    CHECK_FALSE(use_flash_prefill(512, 1, 96, 4, DType::F16));  // a head_dim the kernel lacks
+    CHECK_FALSE(use_flash_prefill(512, 1, 48, 1, DType::F16));  // stories15M
+    CHECK_FALSE(use_flash_prefill(512, 1, 128, 65, DType::F16));
+    CHECK_FALSE(use_flash_prefill(512, 0, 128, 4, DType::F16));
+}

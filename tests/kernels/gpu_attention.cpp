@@ -5,6 +5,7 @@
 #include <cmath>
 #include <numeric>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "gpu_util.h"
@@ -26,6 +27,14 @@ struct Token {
 // everywhere else (slots past the end of a last block, spare blocks), so that reading a
 // position the kernel must not attend to shows up as NaN.
 struct Problem {
+    // A decode-like batch: single tokens, an empty sequence, and the last 10 tokens of a
+    // 300-token prompt.
+    static std::vector<Token> decode_tokens() {
+        std::vector<Token> t = {{0, 0}, {1, 36}, {3, 0}};
+        for (int p = 290; p < 300; ++p) t.push_back({2, p});
+        return t;
+    }
+
     int head_dim, group, block_size, n_kv = 2, n_q;
     KvType type;
     std::vector<int> lens;
@@ -37,10 +46,12 @@ struct Problem {
     float scale;
     DeviceBytes d_k, d_v, d_q, d_pos, d_seq, d_indptr, d_indices, d_len;
 
-    Problem(int hd, int g, int bs, KvType t, Rng& rng) : head_dim(hd), group(g), block_size(bs), n_q(2 * g), type(t) {
-        lens = {1, 37, 300, 0};
-        tokens = {{0, 0}, {1, 36}, {3, 0}};
-        for (int p = 290; p < 300; ++p) tokens.push_back({2, p});
+    Problem(int hd, int g, int bs, KvType t, Rng& rng) : Problem(hd, g, bs, t, rng, {1, 37, 300, 0}, decode_tokens()) {}
+
+    // Sequences of the given KV lengths, and the batch's tokens (sequence, position).
+    Problem(int hd, int g, int bs, KvType t, Rng& rng, std::vector<int> seq_lens, std::vector<Token> batch_tokens)
+        : head_dim(hd), group(g), block_size(bs), n_q(2 * g), type(t), lens(std::move(seq_lens)),
+          tokens(std::move(batch_tokens)) {
         indptr = {0};
         for (int len : lens) indptr.push_back(indptr.back() + (len + bs - 1) / bs);
         const int n_blocks = indptr.back() + 2;
@@ -124,7 +135,11 @@ struct Problem {
     // (head_dim + 8) 2^-24 S with S = scale * sum|q k|. The running sum, the accumulator
     // and the merges of warps and splits add (len + 40) roundings of 2^-24 at most, and
     // exp2f 2 ulp per weight: (len + 40) 2^-24 * 4 max|v|.
-    void check(const std::vector<float>& out) const {
+    // f16_rel: the relative rounding of q and of the softmax weights when a kernel rounds
+    // them to f16 (0 for the f32 kernels): a score then moves by up to f16_rel * S (its
+    // weight by that factor, the output by 2 f16_rel S max|v|), a weight by f16_rel (the
+    // output by 2 f16_rel max|v|, numerator and sum disagreeing).
+    void check(const std::vector<float>& out, double f16_rel = 0.0) const {
         int bad = 0;
         for (size_t t = 0; t < tokens.size(); ++t) {
             const Token tok = tokens[t];
@@ -162,7 +177,8 @@ struct Problem {
                 }
                 const double tol = len == 0 ? 0.0
                                             : 2.0 * (head_dim + 8) * std::ldexp(sabs, -24) +
-                                                  4.0 * (len + 40) * std::ldexp(1.0, -24);  // max|v| <= 1
+                                                  4.0 * (len + 40) * std::ldexp(1.0, -24) +  // max|v| <= 1
+                                                  f16_rel * (2.0 * sabs + 4.0);
                 for (int d = 0; d < head_dim; ++d) {
                     const double r = len == 0 ? 0.0 : ref[static_cast<size_t>(d)] / sum;
                     const float o = out[t * static_cast<size_t>(out_stride) + static_cast<size_t>(h * head_dim + d)];
@@ -179,7 +195,7 @@ struct Problem {
     }
 };
 
-enum class Mode { decode, prefill, split };
+enum class Mode { decode, prefill, split, flash };
 
 std::vector<float> run(const Problem& pb, Mode mode, AttentionSplitPlan plan, const void* kernel = nullptr) {
     DeviceBytes out(sizeof(float) * pb.tokens.size() * static_cast<size_t>(pb.out_stride));
@@ -196,6 +212,10 @@ std::vector<float> run(const Problem& pb, Mode mode, AttentionSplitPlan plan, co
         case Mode::prefill:
             CUDA_REQUIRE(attention_prefill(pb.d_q.as<float>(), pb.q_stride, pb.n_q, pb.layer(), b, pb.scale,
                                            out.as<float>(), pb.out_stride, nullptr, kernel));
+            break;
+        case Mode::flash:
+            CUDA_REQUIRE(attention_prefill_flash(pb.d_q.as<float>(), pb.q_stride, pb.n_q, pb.layer(), b, pb.scale,
+                                                 out.as<float>(), pb.out_stride, nullptr));
             break;
         case Mode::split:
             CUDA_REQUIRE(attention_decode_split(pb.d_q.as<float>(), pb.q_stride, pb.n_q, pb.layer(), b, pb.scale, plan,
@@ -340,4 +360,33 @@ TEST_CASE("paged attention compiled by NVRTC at load time", "[kernels][gpu][atte
         }
     }
     CUDA_REQUIRE(cudaLibraryUnload(lib));
+}
+
+TEST_CASE("flash prefill attention on tensor cores: prompts of several sequences, within f16 rounding",
+          "[kernels][gpu][attention][flash]") {
+    const uint64_t seed = test_seed();
+    INFO("seed " << seed);
+    Rng rng(seed);
+    // Prompt chunks mid-sequence (100 tokens after 100 cached), a whole prompt, a single
+    // token, a sequence with nothing cached, and a prompt of exactly one 64-key tile: CTAs
+    // see one sequence or several, rows of a CTA end at different causal limits.
+    const std::vector<int> lens = {200, 77, 130, 0, 64};
+    std::vector<Token> tokens;
+    for (int p = 100; p < 200; ++p) tokens.push_back({0, p});
+    for (int p = 0; p < 77; ++p) tokens.push_back({1, p});
+    tokens.push_back({2, 129});
+    tokens.push_back({3, 0});
+    for (int p = 0; p < 64; ++p) tokens.push_back({4, p});
+    const double f16_rel = std::ldexp(1.0, -11);
+    for (int hd : {64, 128})
+        for (int g : {1, 2, 3, 4, 8})
+            for (int bs : {16, 5}) {
+                INFO("head_dim " << hd << " group " << g << " block " << bs);
+                REQUIRE(attention_prefill_flash_supported(hd, g, KvType::f16));
+                const Problem pb(hd, g, bs, KvType::f16, rng, lens, tokens);
+                pb.check(run(pb, Mode::flash, {}), f16_rel);
+            }
+    CHECK_FALSE(attention_prefill_flash_supported(96, 1, KvType::f16));
+    CHECK_FALSE(attention_prefill_flash_supported(128, 1, KvType::f32));
+    CHECK_FALSE(attention_prefill_flash_supported(64, 65, KvType::f16));
 }

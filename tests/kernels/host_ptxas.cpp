@@ -101,9 +101,10 @@ TEST_CASE("no kernel spills registers on any architecture (ptxas report of the b
     // or was not parsed).
     // paged_attention.cu: 16 shapes + the merge kernel; paged_attention_generic.cu: f16, f32
     // KV; gemv_*.cu: 3 formats x NT 1,2,4,8; embed_rows.cu: 9 formats x f32/f16 output;
-    // round_to_half.cu: f16, bf16.
+    // round_to_half.cu: f16, bf16; flash_prefill.cu: head_dim 64, 128.
     const std::map<std::string, int> expected = {{"paged_attention.cu", 17},
                                                  {"paged_attention_generic.cu", 2},
+                                                 {"flash_prefill.cu", 2},
                                                  {"gemv_float.cu", 12},
                                                  {"gemv_block32.cu", 12},
                                                  {"gemv_kquant.cu", 12},

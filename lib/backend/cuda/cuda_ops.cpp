@@ -217,6 +217,12 @@ void CudaBackend::attention(const Buffer& q, const KvStorage& kv, int64_t layer,
     // for the launcher's built-in or generic kernel).
     const void* kernel = attention_kernel(g.head_dim, group, g.block_size, g.dtype).kernel;
     const int64_t q_stride = n_heads * g.head_dim;
+    if (cuda_backend::use_flash_prefill(n, batch.n_seqs, g.head_dim, group, g.dtype)) {
+        check_cuda(cuda::attention_prefill_flash(q.ptr(), q_stride, static_cast<int32_t>(n_heads), kv.layer(layer),
+                                                 batch.tokens(), scale, out.ptr(), q_stride, stream_),
+                   "attention_prefill_flash");
+        return;
+    }
     cuda::AttentionSplitPlan plan{};
     if (n <= scratch.attention_tokens)
         plan = cuda::plan_attention_split(batch.max_kv_len, n * g.n_kv_heads, props_.multiProcessorCount,

@@ -92,4 +92,11 @@ cuda::SampleRowParams sample_row_params(const RowSampling& row) {
     return p;
 }
 
+bool use_flash_prefill(int64_t n_tokens, int64_t n_seqs, int64_t head_dim, int64_t group, DType kv_type) {
+    if (n_tokens < kFlashMinTokens || n_seqs <= 0 || n_tokens < kFlashMinTokensPerSeq * n_seqs) return false;
+    if (kv_type != DType::F16 || head_dim > 4096 || group > 4096) return false;
+    return cuda::attention_prefill_flash_supported(static_cast<int32_t>(head_dim), static_cast<int32_t>(group),
+                                                   cuda::KvType::f16);
+}
+
 }  // namespace inlay::cuda_backend

@@ -49,6 +49,15 @@ MatmulPlan plan_matmul(DType weight, int64_t n_rows, int64_t n_cols, int64_t n_t
 // weights (as llama.cpp rounds them), f16 otherwise.
 cuda::HalfType gemm_half_type(DType weight);
 
+// Whether a step's attention runs the tensor-core prefill kernel (attention_prefill_flash)
+// instead of the decode kernel: a cache and shape it takes, and a batch of prompt chunks,
+// at least kFlashMinTokens tokens and kFlashMinTokensPerSeq per sequence on average (its
+// CTAs share K/V loads between the tokens of one sequence; decode steps of many sequences
+// gain nothing from it and keep the decode kernel's f32 rounding).
+inline constexpr int64_t kFlashMinTokens = 64;
+inline constexpr int64_t kFlashMinTokensPerSeq = 16;
+bool use_flash_prefill(int64_t n_tokens, int64_t n_seqs, int64_t head_dim, int64_t group, DType kv_type);
+
 // A row's sampling as the sample_rows kernel reads it (every field as the host gave it).
 cuda::SampleRowParams sample_row_params(const RowSampling& row);
 static_assert(kMaxSampleTopK == cuda::kSampleMaxTopK, "the host's and the kernel's top_k limits agree");
