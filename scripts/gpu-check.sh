@@ -202,6 +202,11 @@ run() {
         --device "$bdev" -p 2048 -n 64 --batch 64 -r 3 --json
       [ -s "$out/bench_${shape}_$dtype.log" ] && grep '^{' "$out/bench_${shape}_$dtype.log" >"$out/bench_${shape}_$dtype.json"
     done
+    # The same decode without CUDA graphs (one launch per kernel): what the graphs buy.
+    run_step "bench_${shape}_q4_k_nographs" 90 env INLAY_CUDA_GRAPHS=0 "$bundle/build/tools/inlay" bench \
+      --synthetic "$shape" --dtype q4_k --device "$bdev" -p 512 -n 64 --batch 1 -r 3 --json
+    [ -s "$out/bench_${shape}_q4_k_nographs.log" ] &&
+      grep '^{' "$out/bench_${shape}_q4_k_nographs.log" >"$out/bench_${shape}_q4_k_nographs.json"
     local qshape=qwen3-8b
     [ $dry -eq 1 ] && qshape=tiny
     run_step "bench_${qshape}_q1_0" 90 "$bundle/build/tools/inlay" bench --synthetic "$qshape" --dtype q1_0 \

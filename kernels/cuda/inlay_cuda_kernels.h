@@ -191,6 +191,11 @@ cudaError_t qk_norm_rope_kv_append(float* q, int64_t q_stride, int32_t n_q_heads
                                    const TokenBatch& batch, int* error_flag, cudaStream_t stream);
 
 // ---------------------------------------------------------------------------------------
+// x[i] += y[i] for i < n (f32, one rounding each: bitwise x[i] + y[i]). x and y must not
+// overlap unless equal.
+cudaError_t add(float* x, const float* y, int64_t n, cudaStream_t stream);
+
+// ---------------------------------------------------------------------------------------
 // SwiGLU. gate[i] = silu(gate[i]) * up[i] for i < n, silu(g) = g / (1 + expf(-g)).
 cudaError_t swiglu(float* gate, const float* up, int64_t n, cudaStream_t stream);
 

@@ -22,6 +22,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <span>
+#include <stdexcept>
 #include <string>
 
 #include "backend/common/batch.h"
@@ -141,6 +142,25 @@ concept Backend = requires(B& b, const B& cb, typename B::Buffer& buf, const typ
     // with the row's parameters, penalties and draw (sample_rows.h; the penalties are
     // applied to the rows in place), -1 when the row is all NaN (n_rows, n_cols; waits).
     b.sample_rows(buf, n, n, sample, scratch, ids);
+};
+
+// Optional: a backend that can record a step's ops and replay them (CUDA graphs).
+// Decoder::forward brackets the ops after prepare_batch and before its outputs are read
+// with graph_begin / graph_end; when an op throws in between, graph_abort discards what
+// was recorded and says whether the failure came from the recording itself.
+template <class B>
+concept StepGraphBackend = requires(B& b, typename B::Batch& batch) {
+    b.graph_begin(batch);
+    b.graph_end(batch);
+    { b.graph_abort(batch) } -> std::same_as<bool>;
+};
+
+// Thrown by a backend when a step's work did not run at all (a recording that the device
+// refused: none of it executed) and the same call may simply be made again; the backend
+// has switched off whatever failed, so the retry runs the ops directly.
+class StepRetry : public std::runtime_error {
+public:
+    using std::runtime_error::runtime_error;
 };
 
 }  // namespace inlay

@@ -57,7 +57,10 @@ private:
     std::unique_ptr<B> backend_;
     std::unique_ptr<Decoder<B>> decoder_;
     std::string device_;
-    mutable std::mutex forward_mutex_;  // held by eval/step when !B::kConcurrentForward
+    // Held by eval, step and the block moves when !B::kConcurrentForward: a backend with
+    // one stream (and CUDA graphs recording it) runs one of them at a time.
+    mutable std::mutex forward_mutex_;
+    [[nodiscard]] std::unique_lock<std::mutex> serial_lock() const;
 };
 
 }  // namespace inlay

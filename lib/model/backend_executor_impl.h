@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/log.h"
 #include "model/backend_executor.h"
 
 namespace inlay {
@@ -84,6 +85,18 @@ auto& store_of(Kv& kv, const std::string& device) {
     return *s;
 }
 
+// Runs a forward pass, once more when the backend says that none of it ran and it has
+// switched off what failed (StepRetry: a CUDA graph the device refused).
+template <class F>
+void forward_retrying(F&& forward) {
+    try {
+        forward();
+    } catch (const StepRetry& e) {
+        log(LogLevel::info, "{}: the step runs again", e.what());
+        forward();
+    }
+}
+
 }  // namespace detail
 
 template <Backend B>
@@ -111,6 +124,9 @@ void BackendExecutor<B>::eval(SequenceState& state, std::span<const int32_t> tok
     for (size_t i = 0; i < logit_rows.size(); ++i)
         if (logit_rows[i] < 0 || logit_rows[i] >= n || (i > 0 && logit_rows[i] <= logit_rows[i - 1]))
             fail(INLAY_ERR_INTERNAL, "eval: logit rows must be ascending indices into the batch");
+    // A backend with one stream runs one thing at a time: growing this sequence's blocks
+    // (stream copies) must not land inside another thread's recorded step.
+    auto lock = serial_lock();
     seq.reserve(*backend_, seq.n_cached_ + n);
     if (!seq.workspace_)
         seq.workspace_ = std::make_unique<typename Decoder<B>::Workspace>(decoder_->make_workspace(kMaxBatch, kMaxBatch));
@@ -128,9 +144,9 @@ void BackendExecutor<B>::eval(SequenceState& state, std::span<const int32_t> tok
             if (want) ++next_row;
             batch.add_token(tokens[static_cast<size_t>(start + i)], static_cast<int32_t>(seq.n_cached_ + i), s, want);
         }
-        std::unique_lock lock(forward_mutex_, std::defer_lock);
-        if constexpr (!B::kConcurrentForward) lock.lock();
-        decoder_->forward(batch.desc(), seq.kv_, *seq.workspace_, logits + first_row * static_cast<size_t>(n_vocab));
+        detail::forward_retrying([&] {
+            decoder_->forward(batch.desc(), seq.kv_, *seq.workspace_, logits + first_row * static_cast<size_t>(n_vocab));
+        });
         seq.n_cached_ += count;
     }
 }
@@ -171,24 +187,35 @@ void BackendExecutor<B>::forward_step(KvStore& kv, StepWorkspace& ws, const Batc
     auto& store = detail::store_of<detail::BackendKvStore<B>>(kv, device_);
     auto* work = dynamic_cast<detail::BackendWorkspace<B>*>(&ws);
     if (!work) fail(INLAY_ERR_INTERNAL, "a workspace of another executor given to the executor of '{}'", device_);
+    auto lock = serial_lock();
+    detail::forward_retrying([&] {  // forward validates the batch once
+        decoder_->forward(batch, store.storage_, work->ws_, logits, ids, sampling);
+    });
+}
+
+template <Backend B>
+std::unique_lock<std::mutex> BackendExecutor<B>::serial_lock() const {
     std::unique_lock lock(forward_mutex_, std::defer_lock);
     if constexpr (!B::kConcurrentForward) lock.lock();
-    decoder_->forward(batch, store.storage_, work->ws_, logits, ids, sampling);  // validates the batch once
+    return lock;
 }
 
 template <Backend B>
 void BackendExecutor<B>::copy_block(KvStore& kv, int32_t src, int32_t dst) const {
+    auto lock = serial_lock();
     backend_->kv_copy_block(detail::store_of<detail::BackendKvStore<B>>(kv, device_).storage_, src, dst);
 }
 
 template <Backend B>
 void BackendExecutor<B>::read_block(const KvStore& kv, int32_t block, std::span<std::byte> out) const {
     auto& store = detail::store_of<detail::BackendKvStore<B>>(kv, device_);
+    auto lock = serial_lock();
     backend_->kv_read_block(store.storage_, block, out);
 }
 
 template <Backend B>
 void BackendExecutor<B>::write_block(KvStore& kv, int32_t block, std::span<const std::byte> in) const {
+    auto lock = serial_lock();
     backend_->kv_write_block(detail::store_of<detail::BackendKvStore<B>>(kv, device_).storage_, block, in);
 }
 

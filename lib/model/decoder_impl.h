@@ -135,30 +135,48 @@ void Decoder<B>::forward(const BatchDesc& batch, typename B::KvStorage& kv, Work
     const Weight* freq_factors = rope_freq_factors_ ? &*rope_freq_factors_ : nullptr;
     const float attn_scale = s.attention_scale();
 
-    b.embed(token_embd_, ws.batch, ws.x);
-    b.rms_norm(ws.x, layers_[0].attn_norm, s.rms_eps, n, s.n_embd, ws.xn);
-    for (int64_t l = 0; l < s.n_layers; ++l) {
-        const Layer& L = layers_[static_cast<size_t>(l)];
-        // attention block (its input norm was fused with the previous residual add)
-        b.matmul_qkv(L.wq, L.wk, L.wv, ws.xn, n, ws.q, ws.k, ws.v, ws.scratch);
-        b.rope_kv_append(ws.q, ws.k, ws.v, L.q_norm ? &*L.q_norm : nullptr, L.k_norm ? &*L.k_norm : nullptr,
-                         s.rms_eps, rope, freq_factors, kv, l, s.n_heads, ws.batch);
-        b.attention(ws.q, kv, l, ws.batch, s.n_heads, attn_scale, ws.attn, ws.scratch);
-        b.matmul(L.wo, ws.attn, n, ws.y, ws.scratch);
-        b.add_rms_norm(ws.x, ws.y, L.ffn_norm, s.rms_eps, n, s.n_embd, ws.xn);
-        // feed-forward block (SwiGLU)
-        b.matmul_swiglu(L.w_gate, L.w_up, ws.xn, n, ws.ffn, ws.scratch);
-        b.matmul(L.w_down, ws.ffn, n, ws.y, ws.scratch);
-        if (l + 1 < s.n_layers)
-            b.add_rms_norm(ws.x, ws.y, layers_[static_cast<size_t>(l) + 1].attn_norm, s.rms_eps, n, s.n_embd, ws.xn);
-        else
-            b.add(ws.x, ws.y, n * s.n_embd);
+    // The step's ops, up to the logits; the outputs are read after them.
+    auto ops = [&] {
+        b.embed(token_embd_, ws.batch, ws.x);
+        b.rms_norm(ws.x, layers_[0].attn_norm, s.rms_eps, n, s.n_embd, ws.xn);
+        for (int64_t l = 0; l < s.n_layers; ++l) {
+            const Layer& L = layers_[static_cast<size_t>(l)];
+            // attention block (its input norm was fused with the previous residual add)
+            b.matmul_qkv(L.wq, L.wk, L.wv, ws.xn, n, ws.q, ws.k, ws.v, ws.scratch);
+            b.rope_kv_append(ws.q, ws.k, ws.v, L.q_norm ? &*L.q_norm : nullptr, L.k_norm ? &*L.k_norm : nullptr,
+                             s.rms_eps, rope, freq_factors, kv, l, s.n_heads, ws.batch);
+            b.attention(ws.q, kv, l, ws.batch, s.n_heads, attn_scale, ws.attn, ws.scratch);
+            b.matmul(L.wo, ws.attn, n, ws.y, ws.scratch);
+            b.add_rms_norm(ws.x, ws.y, L.ffn_norm, s.rms_eps, n, s.n_embd, ws.xn);
+            // feed-forward block (SwiGLU)
+            b.matmul_swiglu(L.w_gate, L.w_up, ws.xn, n, ws.ffn, ws.scratch);
+            b.matmul(L.w_down, ws.ffn, n, ws.y, ws.scratch);
+            if (l + 1 < s.n_layers)
+                b.add_rms_norm(ws.x, ws.y, layers_[static_cast<size_t>(l) + 1].attn_norm, s.rms_eps, n, s.n_embd,
+                               ws.xn);
+            else
+                b.add(ws.x, ws.y, n * s.n_embd);
+        }
+        if (n_rows == 0) return;
+        // Only the rows whose logits are wanted go through the (vocabulary-wide) output.
+        b.gather_logit_rows(ws.x, ws.batch, s.n_embd, ws.xn);
+        b.rms_norm(ws.xn, output_norm_, s.rms_eps, n_rows, s.n_embd, ws.rows);
+        b.matmul(output_, ws.rows, n_rows, ws.logits, ws.scratch);
+    };
+    if constexpr (StepGraphBackend<B>) {
+        // Recorded and launched as one graph where the backend can (CUDA graphs).
+        b.graph_begin(ws.batch);
+        try {
+            ops();
+        } catch (...) {
+            if (b.graph_abort(ws.batch)) throw StepRetry("a step's ops could not be recorded");
+            throw;
+        }
+        b.graph_end(ws.batch);
+    } else {
+        ops();
     }
     if (n_rows == 0) return;
-    // Only the rows whose logits are wanted go through the (vocabulary-wide) output.
-    b.gather_logit_rows(ws.x, ws.batch, s.n_embd, ws.xn);
-    b.rms_norm(ws.xn, output_norm_, s.rms_eps, n_rows, s.n_embd, ws.rows);
-    b.matmul(output_, ws.rows, n_rows, ws.logits, ws.scratch);
     if (ids_out && sampling) b.sample_rows(ws.logits, n_rows, s.n_vocab, *sampling, ws.scratch, ids_out);
     else if (ids_out) b.argmax_rows(ws.logits, n_rows, s.n_vocab, ws.scratch, ids_out);
     if (logits_out) b.read(ws.logits, 0, n_rows * s.n_vocab, logits_out);

@@ -43,8 +43,7 @@ int cuda_device_count(std::string* why) {
     return 0;
 }
 
-std::unique_ptr<Executor> make_cuda_executor(int, const std::filesystem::path&, const DecoderSpec&,
-                                             const WeightSource&) {
+std::unique_ptr<Executor> make_cuda_executor(int, const CudaExecutorOptions&, const DecoderSpec&, const WeightSource&) {
     std::string why;
     (void)cuda_device_count(&why);
     fail(INLAY_ERR_UNSUPPORTED, "device cuda: {}", why);
@@ -65,23 +64,27 @@ std::filesystem::path kernel_cache_dir(const char* inlay_kernel_cache_dir, const
 std::unique_ptr<Executor> make_executor(const DeviceRequest& request, const DecoderSpec& spec,
                                         const WeightSource& source) {
     // Read once per load, never inside an op.
-    const auto cache_dir = [&] {
-        return request.kernel_cache_dir ? *request.kernel_cache_dir
-                                        : kernel_cache_dir(std::getenv("INLAY_KERNEL_CACHE_DIR"),
-                                                           std::getenv("XDG_CACHE_HOME"), std::getenv("HOME"));
+    const auto cuda_options = [&] {
+        CudaExecutorOptions o;
+        o.kernel_cache_dir = request.kernel_cache_dir ? *request.kernel_cache_dir
+                                                      : kernel_cache_dir(std::getenv("INLAY_KERNEL_CACHE_DIR"),
+                                                                         std::getenv("XDG_CACHE_HOME"), std::getenv("HOME"));
+        const char* graphs = std::getenv("INLAY_CUDA_GRAPHS");
+        o.graphs = request.cuda_graphs ? *request.cuda_graphs : !(graphs && std::string_view(graphs) == "0");
+        return o;
     };
     switch (request.kind) {
         case DeviceKind::cpu:
             return make_cpu_executor(request.n_threads, spec, source);
         case DeviceKind::cuda:
-            return make_cuda_executor(request.index, cache_dir(), spec, source);
+            return make_cuda_executor(request.index, cuda_options(), spec, source);
         case DeviceKind::automatic:
             break;
     }
     std::string why;
     if (cuda_device_count(&why) > 0) {
         try {
-            auto executor = make_cuda_executor(0, cache_dir(), spec, source);
+            auto executor = make_cuda_executor(0, cuda_options(), spec, source);
             log(LogLevel::info, "device auto: running on cuda:0");
             return executor;
         } catch (const Error& e) {

@@ -23,6 +23,15 @@ struct DeviceRequest {
     // Where a GPU backend keeps the kernels it compiles at load time between processes;
     // empty: nowhere. nullopt: kernel_cache_dir() of the environment.
     std::optional<std::filesystem::path> kernel_cache_dir;
+    // Decode steps on a GPU launched as CUDA graphs; nullopt: yes unless the environment
+    // has INLAY_CUDA_GRAPHS=0.
+    std::optional<bool> cuda_graphs;
+};
+
+// What make_cuda_executor passes to the CUDA backend.
+struct CudaExecutorOptions {
+    std::filesystem::path kernel_cache_dir;  // empty: no disk cache of NVRTC kernels
+    bool graphs = true;                      // decode steps as CUDA graphs
 };
 
 // The kernel cache's directory from the environment's values (passed in, so that this is
@@ -47,7 +56,7 @@ std::unique_ptr<Executor> make_executor(const DeviceRequest& request, const Deco
 std::unique_ptr<Executor> make_cpu_executor(int n_threads, const DecoderSpec& spec, const WeightSource& source);
 
 // The CUDA backend's (cuda/cuda_executor.cpp; only where cuda_backend_built()).
-std::unique_ptr<Executor> make_cuda_executor(int device_index, const std::filesystem::path& kernel_cache_dir,
+std::unique_ptr<Executor> make_cuda_executor(int device_index, const CudaExecutorOptions& options,
                                              const DecoderSpec& spec, const WeightSource& source);
 // Usable CUDA devices (0 without a driver or device; CUDA's reason in *why); 0 where
 // the backend is not built.

@@ -74,7 +74,7 @@ std::unique_ptr<Model> Model::load(const std::string& path, const ModelOptions& 
 
     if (options.progress && !options.progress(0.0f)) fail(INLAY_ERR_CANCELLED, "model load aborted by the progress callback");
     model->executor_ = make_executor(
-        DeviceRequest{options.device, options.device_index, options.n_threads, std::nullopt}, spec, w);
+        DeviceRequest{options.device, options.device_index, options.n_threads, std::nullopt, std::nullopt}, spec, w);
     prefetch_weights(w, options.progress);
 
     model->context_length_ = options.context_length > 0 ? options.context_length : spec.context_length;

@@ -11,6 +11,7 @@
 
 #include "backend/cuda/attention_kernels.h"
 #include "backend/cuda/cublas_library.h"
+#include "backend/cuda/step_graphs.h"
 #include "backend/cuda/cuda_backend.h"
 #include "backend/cuda/cuda_error.h"
 #include "core/error.h"
@@ -168,7 +169,6 @@ TEST_CASE("cuBLAS is opened on demand, every entry point resolved; failures name
     CHECK(api.destroy != nullptr);
     CHECK(api.set_stream != nullptr);
     CHECK(api.sgemm != nullptr);
-    CHECK(api.saxpy != nullptr);
     CHECK(api.gemm_ex != nullptr);
     CHECK(&cublas() == &api);  // once per process
     CHECK(std::string(cublas_soname()).rfind("libcublas.so.", 0) == 0);
@@ -208,9 +208,9 @@ TEST_CASE("without a CUDA device: a clear status, and auto runs on the CPU", "[c
     DecoderSpec spec = spec_from_gguf_metadata(file->metadata());
     spec.n_vocab = test::TinyLlamaOptions{}.n_vocab;
     REQUIRE(status_of_call([&] {
-                (void)make_executor(DeviceRequest{DeviceKind::cuda, 0, 1, std::nullopt}, spec, *file);
+                (void)make_executor(DeviceRequest{DeviceKind::cuda, 0, 1, std::nullopt, std::nullopt}, spec, *file);
             }) == INLAY_ERR_UNSUPPORTED);
-    const auto ex = make_executor(DeviceRequest{DeviceKind::automatic, 0, 1, std::nullopt}, spec, *file);
+    const auto ex = make_executor(DeviceRequest{DeviceKind::automatic, 0, 1, std::nullopt, std::nullopt}, spec, *file);
     REQUIRE(ex->kv_device() == "cpu");
 }
 
@@ -297,4 +297,35 @@ TEST_CASE("prompt chunks on an f16 cache take the tensor-core prefill attention;
     CHECK_FALSE(use_flash_prefill(512, 1, 48, 1, DType::F16));  // stories15M
     CHECK_FALSE(use_flash_prefill(512, 1, 128, 65, DType::F16));
     CHECK_FALSE(use_flash_prefill(512, 0, 128, 4, DType::F16));
+}
+
+TEST_CASE("CUDA graphs record a step shape from its second step on, GEMV-sized steps only", "[cuda_host]") {
+    StepGraphPlanner planner(true);
+    const StepShape decode1{1, 1, 16}, decode4{4, 4, 16};
+    CHECK_FALSE(planner.should_capture(decode1, 8));  // first step of a shape: direct
+    CHECK(planner.should_capture(decode1, 8));        // then recorded
+    CHECK(planner.should_capture(decode1, 8));
+    CHECK_FALSE(planner.should_capture(decode4, 8));
+    CHECK(planner.should_capture(decode4, 8));
+    CHECK_FALSE(planner.should_capture(StepShape{4, 1, 16}, 8));  // other logit rows: another shape
+    CHECK_FALSE(planner.should_capture(StepShape{1, 1, 32}, 8));  // another KV geometry: another shape
+    CHECK(planner.should_capture(StepShape{1, 1, 32}, 8));
+    CHECK_FALSE(planner.should_capture(StepShape{9, 1, 16}, 8));  // cuBLAS GEMMs: never
+    CHECK_FALSE(planner.should_capture(StepShape{9, 1, 16}, 8));
+    CHECK_FALSE(planner.should_capture(StepShape{0, 0, 16}, 8));
+    planner.disable();
+    CHECK_FALSE(planner.enabled());
+    CHECK_FALSE(planner.should_capture(decode1, 8));
+    StepGraphPlanner off(false);
+    CHECK_FALSE(off.should_capture(decode1, 8));
+    CHECK_FALSE(off.should_capture(decode1, 8));
+    // Without a device a workspace's graphs stay idle: a step that is not recorded runs
+    // directly and end/abort have nothing to do.
+    StepGraphs graphs(true);
+    graphs.begin(nullptr, decode1, 8);
+    CHECK_FALSE(graphs.capturing());
+    CHECK(graphs.stats().direct == 1);
+    graphs.end(nullptr);
+    CHECK_FALSE(graphs.abort(nullptr));
+    CHECK(graphs.stats().launched == 0);
 }

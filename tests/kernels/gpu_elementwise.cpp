@@ -113,6 +113,28 @@ TEST_CASE("swiglu on two buffers", "[kernels][gpu][swiglu]") {
         }
 }
 
+TEST_CASE("add: x += y, bitwise the f32 sum, nothing outside [0, n) touched", "[kernels][gpu][add]") {
+    const uint64_t seed = test_seed();
+    INFO("seed " << seed);
+    Rng rng(seed);
+    for (int64_t n : {int64_t{1} << 20, int64_t{10007}, int64_t{1}}) {
+        INFO(n << " elements");
+        const std::vector<float> x = uniform(static_cast<size_t>(n + 1), -100.0f, 100.0f, rng);
+        const std::vector<float> y = uniform(static_cast<size_t>(n + 1), -1.0f, 1.0f, rng);
+        DeviceBytes d_x = upload(x), d_y = upload(y);
+        CUDA_REQUIRE(add(d_x.as<float>(), d_y.as<float>(), n, nullptr));
+        sync_ok();
+        const std::vector<float> out = download<float>(d_x);
+        int bad = 0;
+        for (int64_t i = 0; i < n + 1; ++i) {
+            const auto k = static_cast<size_t>(i);
+            const float ref = i < n ? x[k] + y[k] : x[k];
+            if (!(out[k] == ref) && bad++ < 5) FAIL_CHECK("element " << i << ": " << out[k] << " vs " << ref);
+        }
+        CHECK(bad == 0);
+    }
+}
+
 TEST_CASE("swiglu_fused on one [gate | up] buffer", "[kernels][gpu][swiglu]") {
     const uint64_t seed = test_seed();
     INFO("seed " << seed);

@@ -171,6 +171,9 @@ TEST_CASE("launchers reject bad arguments before launching", "[kernels][api]") {
         CHECK(swiglu_fused(f, 15, 2, 8, f, 8, nullptr) == cudaErrorInvalidValue);  // in_stride < 2 n_ff
         CHECK(swiglu(f, f, -1, nullptr) == cudaErrorInvalidValue);
         CHECK(swiglu(f, f, 0, nullptr) == cudaSuccess);
+        CHECK(add(f, f, -1, nullptr) == cudaErrorInvalidValue);
+        CHECK(add(nullptr, f, 4, nullptr) == cudaErrorInvalidValue);
+        CHECK(add(f, f, 0, nullptr) == cudaSuccess);
     }
     SECTION("qk_norm_rope_kv_append") {
         RopeConfig rope;

@@ -114,6 +114,7 @@ TEST_CASE("no kernel spills registers on any architecture (ptxas report of the b
                                                  {"sample_rows.cu", 1},
                                                  {"rms_norm.cu", 2},
                                                  {"swiglu.cu", 2},
+                                                 {"add.cu", 1},
                                                  {"qk_norm_rope_kv_append.cu", 1}};
     const std::vector<std::string> sources = split(INLAY_DEVICE_SOURCES, '|');
     REQUIRE(sources.size() == expected.size());

@@ -42,7 +42,6 @@ bool load_cublas_api(const std::string& library, CublasApi& api, std::string& wh
                     resolve(handle, "cublasDestroy_v2", a.destroy, library, why) &&
                     resolve(handle, "cublasSetStream_v2", a.set_stream, library, why) &&
                     resolve(handle, "cublasSgemm_v2", a.sgemm, library, why) &&
-                    resolve(handle, "cublasSaxpy_v2", a.saxpy, library, why) &&
                     resolve(handle, "cublasGemmEx", a.gemm_ex, library, why);
     if (!ok) {
         dlclose(handle);  // nothing of it was used

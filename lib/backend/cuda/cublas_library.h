@@ -20,7 +20,6 @@ struct CublasApi {
     decltype(&cublasDestroy_v2) destroy = nullptr;
     decltype(&cublasSetStream_v2) set_stream = nullptr;
     decltype(&cublasSgemm_v2) sgemm = nullptr;
-    decltype(&cublasSaxpy_v2) saxpy = nullptr;
     // Spelt out: in C++ cublas_api.h overloads cublasGemmEx with an inline wrapper.
     cublasStatus_t (*gemm_ex)(cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int, int, const void*,
                               const void*, cudaDataType, int, const void*, cudaDataType, int, const void*, void*,

@@ -37,7 +37,9 @@ int CudaBackend::device_count(std::string* why) {
     return n;
 }
 
-CudaBackend::CudaBackend(int device_index, Options options) : device_(device_index) {
+CudaBackend::CudaBackend(int device_index) : CudaBackend(device_index, Options{}) {}
+
+CudaBackend::CudaBackend(int device_index, Options options) : device_(device_index), graphs_(options.graphs) {
     std::string why;
     const int n = device_count(&why);
     if (device_index < 0 || device_index >= n)
@@ -238,6 +240,37 @@ void CudaBackend::prepare_batch(const BatchDesc& desc, const BatchLimits& limits
     for (const int32_t len : desc.kv_len) batch.max_kv_len = std::max<int64_t>(batch.max_kv_len, len);
     batch.block_size = limits.block_size;
     batch.n_blocks = limits.n_blocks;
+}
+
+void CudaBackend::graph_begin(Batch& batch) {
+    make_current();
+    if (!batch.graphs) batch.graphs = std::make_shared<cuda_backend::StepGraphs>(graphs_);
+    // Up to kGemvMaxTokens tokens every op is a kernel of ours (no cuBLAS GEMM).
+    batch.graphs->begin(stream_,
+                        cuda_backend::StepShape{batch.n_tokens, static_cast<int64_t>(batch.logit_rows.size()),
+                                                batch.block_size},
+                        cuda_backend::kGemvMaxTokens);
+}
+
+void CudaBackend::graph_end(Batch& batch) {
+    if (!batch.graphs) return;
+    make_current();
+    batch.graphs->end(stream_);
+}
+
+bool CudaBackend::graph_abort(Batch& batch) {
+    if (!batch.graphs) return false;
+    (void)cudaSetDevice(device_);
+    return batch.graphs->abort(stream_);
+}
+
+cuda_backend::StepGraphStats CudaBackend::graph_stats(const Batch& batch) const {
+    if (!batch.graphs) {
+        cuda_backend::StepGraphStats s;
+        s.disabled = !graphs_;
+        return s;
+    }
+    return batch.graphs->stats();
 }
 
 // --- KV arenas -------------------------------------------------------------------------

@@ -34,6 +34,7 @@
 #include "backend/cuda/cublas_library.h"
 #include "backend/cuda/cuda_plans.h"
 #include "backend/cuda/device_memory.h"
+#include "backend/cuda/step_graphs.h"
 
 namespace inlay {
 
@@ -91,6 +92,8 @@ public:
         int64_t max_kv_len = 0;
         int64_t block_size = 0;
         int64_t n_blocks = 0;
+        // The executable graphs of this workspace's steps (made on its first step).
+        std::shared_ptr<cuda_backend::StepGraphs> graphs;
         [[nodiscard]] const int32_t* at(size_t offset) const {
             return static_cast<const int32_t*>(device.get()) + offset;
         }
@@ -130,11 +133,14 @@ public:
         // Where NVRTC's compilations of attention variants are kept between processes
         // (attention_kernels.h); empty: compiled in every process that needs them.
         std::filesystem::path kernel_cache_dir;
+        // Decode steps launched as CUDA graphs (step_graphs.h).
+        bool graphs = true;
     };
 
     // Opens device `index`: INLAY_ERR_UNSUPPORTED when there is no CUDA driver or device
     // of that index (the message has CUDA's reason).
-    explicit CudaBackend(int device_index, Options options = {});
+    CudaBackend(int device_index, Options options);
+    explicit CudaBackend(int device_index);
     ~CudaBackend();
     CudaBackend(const CudaBackend&) = delete;
     CudaBackend& operator=(const CudaBackend&) = delete;
@@ -195,6 +201,13 @@ public:
     void add(Buffer& x, const Buffer& y, int64_t n);
     void gather_logit_rows(const Buffer& x, const Batch& batch, int64_t row_length, Buffer& out);
     void argmax_rows(const Buffer& x, int64_t n_rows, int64_t n_cols, Scratch& scratch, int32_t* ids);
+    // CUDA graphs (StepGraphBackend, step_graphs.h): the ops of a step between graph_begin
+    // (after prepare_batch) and graph_end (before its outputs are read) are recorded and
+    // launched as one graph when the step is eligible; graph_abort after an op threw.
+    void graph_begin(Batch& batch);
+    void graph_end(Batch& batch);
+    bool graph_abort(Batch& batch);
+    [[nodiscard]] cuda_backend::StepGraphStats graph_stats(const Batch& batch) const;
     void sample_rows(Buffer& logits, int64_t n_rows, int64_t n_cols, const SampleRows& rows, Scratch& scratch,
                      int32_t* ids);
 
@@ -214,7 +227,10 @@ private:
     const cuda_backend::CublasApi* blas_ = nullptr;  // loaded on demand (cublas_library.h)
     cublasHandle_t cublas_ = nullptr;
     std::unique_ptr<cuda_backend::AttentionKernels> attention_kernels_;
+    bool graphs_ = true;
 };
+
+static_assert(StepGraphBackend<CudaBackend>);
 
 static_assert(Backend<CudaBackend>);
 

@@ -244,8 +244,7 @@ void CudaBackend::add(Buffer& x, const Buffer& y, int64_t n) {
     require_size(y, n, "add", "y");
     if (n == 0) return;
     make_current();
-    const float one = 1.0f;  // x + 1 * y: one rounding, as x += y
-    check_cublas(blas_->saxpy(cublas_, static_cast<int>(n), &one, y.ptr(), 1, x.ptr(), 1), "cublasSaxpy");
+    check_cuda(cuda::add(x.ptr(), y.ptr(), n, stream_), "add");
 }
 
 void CudaBackend::gather_logit_rows(const Buffer& x, const Batch& batch, int64_t row_length, Buffer& out) {

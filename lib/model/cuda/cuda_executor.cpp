@@ -13,7 +13,7 @@ template class BackendExecutor<CudaBackend>;
 
 int cuda_device_count(std::string* why) { return CudaBackend::device_count(why); }
 
-std::unique_ptr<Executor> make_cuda_executor(int device_index, const std::filesystem::path& kernel_cache_dir,
+std::unique_ptr<Executor> make_cuda_executor(int device_index, const CudaExecutorOptions& options,
                                              const DecoderSpec& spec, const WeightSource& source) {
     // Checked before any weight is uploaded, so that `auto` can fall back to the CPU.
     std::string why;
@@ -27,7 +27,9 @@ std::unique_ptr<Executor> make_cuda_executor(int device_index, const std::filesy
         fail(INLAY_ERR_UNSUPPORTED,
              "device cuda:{}: no attention kernel for head_dim {} with {} query heads per KV head", device_index,
              spec.head_dim, group);
-    auto backend = std::make_unique<CudaBackend>(device_index, CudaBackend::Options{kernel_cache_dir});
+    auto backend =
+        std::make_unique<CudaBackend>(device_index, CudaBackend::Options{options.kernel_cache_dir, options.graphs});
+    if (!options.graphs) log(LogLevel::info, "device cuda:{}: CUDA graphs off", device_index);
     // The model's attention kernel now, not in its first step: an NVRTC variant takes
     // seconds to compile where the cache does not hold it yet.
     const auto kernel =

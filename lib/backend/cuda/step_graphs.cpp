@@ -1,0 +1,103 @@
+// CUDA graphs for decode steps: see step_graphs.h.
+#include "backend/cuda/step_graphs.h"
+
+#include <string>
+
+#include "backend/concepts.h"
+#include "backend/cuda/cuda_error.h"
+#include "core/log.h"
+
+namespace inlay::cuda_backend {
+
+bool StepGraphPlanner::should_capture(const StepShape& shape, int64_t max_tokens) {
+    if (!enabled_ || shape.n_tokens <= 0 || shape.n_tokens > max_tokens) return false;
+    return !seen_.insert(shape).second;  // recorded from a shape's second step on
+}
+
+StepGraphs::~StepGraphs() {
+    for (const auto& [shape, exec] : execs_) (void)cudaGraphExecDestroy(exec);
+}
+
+void StepGraphs::disable() {
+    planner_.disable();
+    stats_.disabled = true;
+    for (const auto& [shape, exec] : execs_) (void)cudaGraphExecDestroy(exec);
+    execs_.clear();
+}
+
+void StepGraphs::begin(cudaStream_t stream, const StepShape& shape, int64_t max_tokens) {
+    capturing_ = false;
+    if (!planner_.should_capture(shape, max_tokens)) {
+        ++stats_.direct;
+        return;
+    }
+    const cudaError_t e = cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal);
+    if (e != cudaSuccess) {  // nothing was recorded yet: this step runs directly
+        (void)cudaGetLastError();
+        log(LogLevel::warn, "CUDA graphs off: cudaStreamBeginCapture failed ({}: {})", cudaGetErrorName(e),
+            cudaGetErrorString(e));
+        disable();
+        ++stats_.direct;
+        return;
+    }
+    capturing_ = true;
+    shape_ = shape;
+}
+
+void StepGraphs::end(cudaStream_t stream) {
+    if (!capturing_) return;
+    capturing_ = false;
+    cudaGraph_t graph = nullptr;
+    cudaError_t e = cudaStreamEndCapture(stream, &graph);
+    const auto refuse = [&](const char* call) {
+        (void)cudaGetLastError();
+        if (graph) (void)cudaGraphDestroy(graph);
+        const std::string why =
+            std::string(call) + " failed (" + cudaGetErrorName(e) + ": " + cudaGetErrorString(e) + ")";
+        log(LogLevel::warn, "CUDA graphs off: {}; the step runs again without them", why);
+        disable();
+        throw StepRetry("CUDA graph: " + why);
+    };
+    if (e != cudaSuccess || !graph) refuse("cudaStreamEndCapture");
+    ++stats_.captured;
+    cudaGraphExec_t exec = nullptr;
+    if (const auto it = execs_.find(shape_); it != execs_.end()) {
+        cudaGraphExecUpdateResultInfo info{};
+        if (cudaGraphExecUpdate(it->second, graph, &info) == cudaSuccess) {
+            exec = it->second;
+            ++stats_.updated;
+        } else {  // another topology: made anew below
+            (void)cudaGetLastError();
+            (void)cudaGraphExecDestroy(it->second);
+            execs_.erase(it);
+        }
+    }
+    if (!exec) {
+        e = cudaGraphInstantiate(&exec, graph, 0);
+        if (e != cudaSuccess) refuse("cudaGraphInstantiate");
+        execs_[shape_] = exec;
+        ++stats_.instantiated;
+    }
+    (void)cudaGraphDestroy(graph);
+    check_cuda(cudaGraphLaunch(exec, stream), "cudaGraphLaunch");
+    ++stats_.launched;
+}
+
+bool StepGraphs::abort(cudaStream_t stream) noexcept {
+    if (!capturing_) return false;
+    capturing_ = false;
+    cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+    const bool invalidated =
+        cudaStreamIsCapturing(stream, &status) != cudaSuccess || status == cudaStreamCaptureStatusInvalidated;
+    cudaGraph_t graph = nullptr;
+    (void)cudaStreamEndCapture(stream, &graph);
+    if (graph) (void)cudaGraphDestroy(graph);
+    (void)cudaGetLastError();
+    if (invalidated) {
+        log(LogLevel::warn, "CUDA graphs off: an op could not be recorded; the step runs again without them");
+        disable();
+    }
+    return invalidated;
+}
+
+}  // namespace inlay::cuda_backend

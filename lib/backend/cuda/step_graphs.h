@@ -1,0 +1,99 @@
+// CUDA graphs for the CUDA backend's decode steps.
+//
+// A decode step launches a few hundred small kernels (about 11 per layer); launched one by
+// one, the host's launch calls take about as long as the kernels of a quantized 8B model
+// run, so the GPU waits on the host. A step's ops are instead recorded by stream capture
+// and the step launches as one graph: the kernels then run back to back. The executable
+// graph of a step shape (tokens, logit rows) is kept, and each later step of that shape
+// updates it in place with its own parameters (cudaGraphExecUpdate: the same kernels in
+// the same order, new arguments), which costs far less than instantiating; a step whose
+// topology differs (e.g. attention now split along the keys) instantiates anew.
+//
+// What is recorded is exactly what the step launches (every argument of this step), so a
+// replay cannot use a stale pointer or size. Only steps whose ops are all inlay's own
+// kernels are recorded (up to kGemvMaxTokens tokens: the GEMV path; larger batches call
+// cuBLAS GEMMs), and a shape only from its second step on, so that whatever an op sets up
+// on first use (an NVRTC kernel loaded, a resource made lazily) is never done inside a
+// capture. A capture or instantiation that CUDA refuses switches graphs off for the
+// workspace and throws StepRetry (none of the step ran), so the step runs again directly.
+// UNVERIFIED until run on a GPU.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <compare>
+#include <cstdint>
+#include <map>
+#include <set>
+
+namespace inlay::cuda_backend {
+
+// The launch shape of a step: steps of one shape usually record the same topology. The
+// KV block size is part of it because a store of another geometry may need an attention
+// kernel loaded on its first step, which must not happen while recording.
+struct StepShape {
+    int64_t n_tokens = 0;
+    int64_t n_logit_rows = 0;
+    int64_t kv_block_size = 0;
+    auto operator<=>(const StepShape&) const = default;
+};
+
+// Which steps are recorded (pure: tested without a GPU).
+class StepGraphPlanner {
+public:
+    explicit StepGraphPlanner(bool enabled) : enabled_(enabled) {}
+    // Whether this step is recorded: graphs on, a step of our kernels only (at most
+    // max_tokens tokens), and a shape seen before (recorded as seen either way).
+    bool should_capture(const StepShape& shape, int64_t max_tokens);
+    void disable() { enabled_ = false; }
+    [[nodiscard]] bool enabled() const { return enabled_; }
+
+private:
+    bool enabled_;
+    std::set<StepShape> seen_;
+};
+
+struct StepGraphStats {
+    uint64_t captured = 0;      // steps recorded
+    uint64_t instantiated = 0;  // executable graphs made
+    uint64_t updated = 0;       // executable graphs updated in place for a new step
+    uint64_t launched = 0;      // steps launched as a graph
+    uint64_t direct = 0;        // steps whose ops were launched one by one
+    bool disabled = false;      // graphs switched off (by option, or after a refusal)
+};
+
+// The executable graphs of one workspace's steps, by shape. Not thread-safe (a workspace
+// runs one step at a time).
+class StepGraphs {
+public:
+    explicit StepGraphs(bool enabled) : planner_(enabled) { stats_.disabled = !enabled; }
+    ~StepGraphs();
+    StepGraphs(const StepGraphs&) = delete;
+    StepGraphs& operator=(const StepGraphs&) = delete;
+
+    // After the step's batch is uploaded: starts recording the stream when the planner
+    // says so (max_tokens: the most tokens a recorded step may have).
+    void begin(cudaStream_t stream, const StepShape& shape, int64_t max_tokens);
+    // Before the step's outputs are read: ends the recording and launches the step's
+    // graph; throws StepRetry when CUDA refused the recording or its instantiation, and
+    // inlay::Error (INLAY_ERR_INTERNAL) when the launch fails.
+    void end(cudaStream_t stream);
+    // An op threw while recording: the recording is discarded. True when the failure was
+    // the recording's (the stream's capture was invalidated): graphs are then off and the
+    // step may be retried.
+    bool abort(cudaStream_t stream) noexcept;
+
+    [[nodiscard]] bool capturing() const { return capturing_; }
+    [[nodiscard]] const StepGraphStats& stats() const { return stats_; }
+
+private:
+    void disable();
+
+    StepGraphPlanner planner_;
+    std::map<StepShape, cudaGraphExec_t> execs_;
+    bool capturing_ = false;
+    StepShape shape_{};
+    StepGraphStats stats_{};
+};
+
+}  // namespace inlay::cuda_backend
