@@ -41,6 +41,12 @@ __device__ __forceinline__ unsigned pack_half2(float lo, float hi) {
     return r;
 }
 
+// x clamped to f16's finite range, so that a huge q saturates instead of becoming inf
+// (and the scores NaN); NaN stays NaN.
+__device__ __forceinline__ float half_range(float x) {
+    return x > 65504.0f ? 65504.0f : (x < -65504.0f ? -65504.0f : x);
+}
+
 // c += a b for a 16 x 16 f16 A (row-major fragments), a 16 x 8 f16 B (column-major), f32 c.
 __device__ __forceinline__ void mma_16x8x16(float (&c)[4], const unsigned (&a)[4], unsigned b0, unsigned b1) {
     asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
@@ -110,10 +116,10 @@ __global__ void __launch_bounds__(kThreads, 2)
 #pragma unroll
             for (int kk = 0; kk < KS; ++kk) {
                 const int d = kk * 16 + tig * 2;
-                qv[i][kk][0] = qp ? __ldg(qp + d) : 0.0f;
-                qv[i][kk][1] = qp ? __ldg(qp + d + 1) : 0.0f;
-                qv[i][kk][2] = qp ? __ldg(qp + d + 8) : 0.0f;
-                qv[i][kk][3] = qp ? __ldg(qp + d + 9) : 0.0f;
+                qv[i][kk][0] = qp ? half_range(__ldg(qp + d)) : 0.0f;
+                qv[i][kk][1] = qp ? half_range(__ldg(qp + d + 1)) : 0.0f;
+                qv[i][kk][2] = qp ? half_range(__ldg(qp + d + 8)) : 0.0f;
+                qv[i][kk][3] = qp ? half_range(__ldg(qp + d + 9)) : 0.0f;
             }
         }
 #pragma unroll

@@ -107,6 +107,7 @@ BackendExecutor<B>::BackendExecutor(std::unique_ptr<B> backend, const DecoderSpe
 
 template <Backend B>
 std::unique_ptr<SequenceState> BackendExecutor<B>::new_sequence(int64_t max_tokens) const {
+    auto lock = serial_lock();  // allocates on the backend's stream
     return std::make_unique<detail::PrivateSequence<B>>(*backend_, *decoder_, max_tokens);
 }
 
@@ -155,6 +156,7 @@ template <Backend B>
 std::shared_ptr<KvStore> BackendExecutor<B>::new_kv_store(const KvGeometry& geometry, int64_t n_blocks) const {
     if (n_blocks <= 0 || n_blocks > (int64_t{1} << 30))
         fail(INLAY_ERR_INVALID_ARGUMENT, "a KV store needs between 1 and 2^30 blocks, not {}", n_blocks);
+    auto lock = serial_lock();  // allocates and clears on the backend's stream
     return std::make_shared<detail::BackendKvStore<B>>(backend_->alloc_kv(geometry, n_blocks), device_);
 }
 
@@ -162,6 +164,7 @@ template <Backend B>
 std::unique_ptr<StepWorkspace> BackendExecutor<B>::new_workspace(int64_t max_tokens, int64_t max_logit_rows) const {
     if (max_tokens <= 0 || max_logit_rows <= 0 || max_logit_rows > max_tokens)
         fail(INLAY_ERR_INVALID_ARGUMENT, "workspace for {} tokens and {} logit rows", max_tokens, max_logit_rows);
+    auto lock = serial_lock();
     return std::make_unique<detail::BackendWorkspace<B>>(decoder_->make_workspace(max_tokens, max_logit_rows));
 }
 

@@ -168,11 +168,13 @@ void Decoder<B>::forward(const BatchDesc& batch, typename B::KvStorage& kv, Work
         b.graph_begin(ws.batch);
         try {
             ops();
+            b.graph_end(ws.batch);
         } catch (...) {
+            // A recording still open is discarded; one the device invalidated makes the step
+            // one to retry (graph_end's own StepRetry passes through as it is).
             if (b.graph_abort(ws.batch)) throw StepRetry("a step's ops could not be recorded");
             throw;
         }
-        b.graph_end(ws.batch);
     } else {
         ops();
     }

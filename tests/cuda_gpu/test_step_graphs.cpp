@@ -98,6 +98,8 @@ TEST_CASE("decode steps as CUDA graphs: bitwise the steps launched one by one", 
         INFO("captured " << g.captured << " instantiated " << g.instantiated << " updated " << g.updated << " launched "
                          << g.launched << " direct " << g.direct);
         CHECK_FALSE(g.disabled);
+        CHECK(g.refused == 0);
+        CHECK(g.captured == 21);
         CHECK(g.direct == 3);  // the prompt (a shape of its own) and the first step of each shape
         CHECK(g.launched == 21);
         CHECK(g.instantiated == 2);  // one per shape: later steps update it in place

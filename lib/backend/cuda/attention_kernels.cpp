@@ -43,6 +43,11 @@ AttentionKernels::~AttentionKernels() {
     for (cudaLibrary_t lib : libraries_) (void)cudaLibraryUnload(lib);
 }
 
+bool AttentionKernels::resolved(const cuda::nvrtc_sources::AttentionShape& s) {
+    std::lock_guard lock(mutex_);
+    return chosen_.contains(Key{s.head_dim, s.group, s.block_size, static_cast<int>(s.kv_type)});
+}
+
 AttentionKernels::Choice AttentionKernels::get(const cuda::nvrtc_sources::AttentionShape& s) {
     const Key key{s.head_dim, s.group, s.block_size, static_cast<int>(s.kv_type)};
     std::lock_guard lock(mutex_);

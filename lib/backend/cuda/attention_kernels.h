@@ -69,6 +69,8 @@ public:
     // The kernel for a shape; the first call of an NVRTC shape compiles (or reads the
     // cache) and loads it. The device must be current.
     Choice get(const cuda::nvrtc_sources::AttentionShape& shape);
+    // Whether get(shape) has already made its choice (and so will not compile or load).
+    [[nodiscard]] bool resolved(const cuda::nvrtc_sources::AttentionShape& shape);
 
     [[nodiscard]] cuda::nvrtc::CacheStats cache_stats() const { return cache_.stats(); }
     [[nodiscard]] const std::filesystem::path& cache_dir() const { return cache_.directory(); }

@@ -18,6 +18,12 @@ using cuda_backend::device_alloc;
 
 namespace {
 
+cuda::nvrtc_sources::AttentionShape attention_shape(int64_t head_dim, int64_t group, int64_t block_size, DType kv_type) {
+    return cuda::nvrtc_sources::AttentionShape{static_cast<int>(head_dim), static_cast<int>(group),
+                                               static_cast<int>(block_size),
+                                               kv_type == DType::F16 ? cuda::KvType::f16 : cuda::KvType::f32};
+}
+
 std::shared_ptr<void> shared_device(size_t bytes, std::string_view what) {
     cuda_backend::DevicePtr p = device_alloc(bytes, what);
     return std::shared_ptr<void>(p.release(), cuda_backend::DeviceFree{});
@@ -82,9 +88,14 @@ cuda_backend::AttentionKernels::Choice CudaBackend::attention_kernel(int64_t hea
     constexpr int64_t kMax = int64_t{1} << 30;  // far beyond any kernel: keeps the int casts exact
     if (head_dim <= 0 || head_dim > kMax || group <= 0 || group > kMax || block_size <= 0 || block_size > kMax)
         return {};
-    return attention_kernels_->get(cuda::nvrtc_sources::AttentionShape{
-        static_cast<int>(head_dim), static_cast<int>(group), static_cast<int>(block_size),
-        kv_type == DType::F16 ? cuda::KvType::f16 : cuda::KvType::f32});
+    return attention_kernels_->get(attention_shape(head_dim, group, block_size, kv_type));
+}
+
+bool CudaBackend::attention_kernel_resolved(int64_t head_dim, int64_t group, int64_t block_size, DType kv_type) {
+    constexpr int64_t kMax = int64_t{1} << 30;
+    if (head_dim <= 0 || head_dim > kMax || group <= 0 || group > kMax || block_size <= 0 || block_size > kMax)
+        return true;  // nothing to resolve: attention_kernel has no kernel for it
+    return attention_kernels_->resolved(attention_shape(head_dim, group, block_size, kv_type));
 }
 
 DeviceMemory CudaBackend::memory_info() const {

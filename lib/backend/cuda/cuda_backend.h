@@ -167,6 +167,8 @@ public:
     // and loaded then, so a caller that knows its shape at load time calls this there.
     cuda_backend::AttentionKernels::Choice attention_kernel(int64_t head_dim, int64_t group, int64_t block_size,
                                                             DType kv_type);
+    // Whether attention_kernel has resolved this shape (a step being recorded must not).
+    bool attention_kernel_resolved(int64_t head_dim, int64_t group, int64_t block_size, DType kv_type);
     [[nodiscard]] const cudaDeviceProp& properties() const { return props_; }
 
     Buffer alloc(int64_t n_floats);

@@ -213,6 +213,13 @@ void CudaBackend::attention(const Buffer& q, const KvStorage& kv, int64_t layer,
              "the CUDA backend has no attention kernel for head_dim {}, {} query heads per KV head, blocks of {}",
              g.head_dim, group, g.block_size);
     make_current();
+    // A shape's first use may compile and load a kernel, which must not happen inside a
+    // recorded step: that step is made again, directly (step_graphs.h).
+    if (batch.graphs && batch.graphs->capturing() &&
+        !attention_kernel_resolved(g.head_dim, group, g.block_size, g.dtype)) {
+        batch.graphs->refuse_current();
+        throw StepRetry("CUDA graph: the attention kernel of a new shape is loaded outside a recording");
+    }
     // The kernel chosen for this shape (an NVRTC variant compiled on first use, or null
     // for the launcher's built-in or generic kernel).
     const void* kernel = attention_kernel(g.head_dim, group, g.block_size, g.dtype).kernel;

@@ -2,6 +2,7 @@
 #include "backend/cuda/step_graphs.h"
 
 #include <string>
+#include <utility>
 
 #include "backend/concepts.h"
 #include "backend/cuda/cuda_error.h"
@@ -25,9 +26,21 @@ void StepGraphs::disable() {
     execs_.clear();
 }
 
+void StepGraphs::refused() {
+    ++stats_.refused;
+    skip_next_ = true;
+    if (++refusals_ >= kMaxRefusals) {
+        log(LogLevel::warn, "CUDA graphs off for this workspace after {} refused recordings in a row", refusals_);
+        disable();
+    }
+}
+
+void StepGraphs::refuse_current() { refused(); }
+
 void StepGraphs::begin(cudaStream_t stream, const StepShape& shape, int64_t max_tokens) {
     capturing_ = false;
-    if (!planner_.should_capture(shape, max_tokens)) {
+    const bool skip = std::exchange(skip_next_, false);
+    if (!planner_.should_capture(shape, max_tokens) || skip) {
         ++stats_.direct;
         return;
     }
@@ -54,11 +67,12 @@ void StepGraphs::end(cudaStream_t stream) {
         if (graph) (void)cudaGraphDestroy(graph);
         const std::string why =
             std::string(call) + " failed (" + cudaGetErrorName(e) + ": " + cudaGetErrorString(e) + ")";
-        log(LogLevel::warn, "CUDA graphs off: {}; the step runs again without them", why);
-        disable();
+        log(LogLevel::warn, "CUDA graph: {}; the step runs again without one", why);
+        refused();
         throw StepRetry("CUDA graph: " + why);
     };
-    if (e != cudaSuccess || !graph) refuse("cudaStreamEndCapture");
+    if (e == cudaSuccess && !graph) e = cudaErrorStreamCaptureInvalidated;
+    if (e != cudaSuccess) refuse("cudaStreamEndCapture");
     ++stats_.captured;
     cudaGraphExec_t exec = nullptr;
     if (const auto it = execs_.find(shape_); it != execs_.end()) {
@@ -81,6 +95,7 @@ void StepGraphs::end(cudaStream_t stream) {
     (void)cudaGraphDestroy(graph);
     check_cuda(cudaGraphLaunch(exec, stream), "cudaGraphLaunch");
     ++stats_.launched;
+    refusals_ = 0;
 }
 
 bool StepGraphs::abort(cudaStream_t stream) noexcept {
@@ -94,8 +109,8 @@ bool StepGraphs::abort(cudaStream_t stream) noexcept {
     if (graph) (void)cudaGraphDestroy(graph);
     (void)cudaGetLastError();
     if (invalidated) {
-        log(LogLevel::warn, "CUDA graphs off: an op could not be recorded; the step runs again without them");
-        disable();
+        log(LogLevel::warn, "CUDA graph: an op could not be recorded; the step runs again without one");
+        refused();
     }
     return invalidated;
 }

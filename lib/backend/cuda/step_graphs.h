@@ -14,8 +14,10 @@
 // kernels are recorded (up to kGemvMaxTokens tokens: the GEMV path; larger batches call
 // cuBLAS GEMMs), and a shape only from its second step on, so that whatever an op sets up
 // on first use (an NVRTC kernel loaded, a resource made lazily) is never done inside a
-// capture. A capture or instantiation that CUDA refuses switches graphs off for the
-// workspace and throws StepRetry (none of the step ran), so the step runs again directly.
+// capture. A capture or instantiation that CUDA refuses throws StepRetry (none of the
+// step ran): the step runs again directly, and after kMaxRefusals refusals in a row the
+// workspace stops recording. An op that must not run inside a capture (a kernel loaded on
+// its first use) asks for the same with refuse_current().
 // UNVERIFIED until run on a GPU.
 #pragma once
 
@@ -59,7 +61,8 @@ struct StepGraphStats {
     uint64_t updated = 0;       // executable graphs updated in place for a new step
     uint64_t launched = 0;      // steps launched as a graph
     uint64_t direct = 0;        // steps whose ops were launched one by one
-    bool disabled = false;      // graphs switched off (by option, or after a refusal)
+    uint64_t refused = 0;       // recordings the device (or an op) refused; the step was retried
+    bool disabled = false;      // graphs switched off (by option, or after repeated refusals)
 };
 
 // The executable graphs of one workspace's steps, by shape. Not thread-safe (a workspace
@@ -79,17 +82,26 @@ public:
     // inlay::Error (INLAY_ERR_INTERNAL) when the launch fails.
     void end(cudaStream_t stream);
     // An op threw while recording: the recording is discarded. True when the failure was
-    // the recording's (the stream's capture was invalidated): graphs are then off and the
-    // step may be retried.
+    // the recording's (the stream's capture was invalidated): the step may be retried,
+    // and its retry runs directly.
     bool abort(cudaStream_t stream) noexcept;
+    // For an op that cannot be recorded now: the next step (the retry) runs directly.
+    // The caller then throws StepRetry out of the op.
+    void refuse_current();
+
+    static constexpr int kMaxRefusals = 3;
 
     [[nodiscard]] bool capturing() const { return capturing_; }
     [[nodiscard]] const StepGraphStats& stats() const { return stats_; }
 
 private:
     void disable();
+    // Counts a refusal: the next step runs directly; graphs off after kMaxRefusals in a row.
+    void refused();
 
     StepGraphPlanner planner_;
+    int refusals_ = 0;          // in a row
+    bool skip_next_ = false;    // the next step runs directly (a retry)
     std::map<StepShape, cudaGraphExec_t> execs_;
     bool capturing_ = false;
     StepShape shape_{};
