@@ -20,6 +20,7 @@
 // Rounding differs from the decode kernel: q and P are rounded to f16 (K/V are f16 in the
 // cache already), so results agree with it to ~2^-11 of the scores' and values' scale.
 // UNVERIFIED until run on a GPU.
+#include "attention_args.h"
 #include "device_common.cuh"
 #include "inlay_cuda_kernels.h"
 #include "launch_util.h"
@@ -280,36 +281,12 @@ bool attention_prefill_flash_supported(int32_t head_dim, int32_t group, KvType t
 cudaError_t attention_prefill_flash(const float* q, int64_t q_stride, int32_t n_q_heads, const PagedKvLayer& kv,
                                     const TokenBatch& batch, float scale, float* out, int64_t out_stride,
                                     cudaStream_t stream) {
-    if (!q || !out || !kv.k || !kv.v || batch.n_tokens < 0 || batch.n_seqs < 1 || !batch.positions ||
-        !batch.seq_of_token || !batch.kv_indptr || !batch.kv_indices || !batch.kv_len)
-        return cudaErrorInvalidValue;
-    if (kv.n_kv_heads <= 0 || kv.n_kv_heads > detail::kMaxGridYZ || n_q_heads <= 0 || n_q_heads % kv.n_kv_heads != 0 ||
-        kv.block_size <= 0)
-        return cudaErrorInvalidValue;
+    attn::PagedAttentionArgs a;
+    const cudaError_t err = detail::attention_args(q, q_stride, n_q_heads, kv, batch, scale, out, out_stride, a);
+    if (err != cudaSuccess) return err;
     const int32_t group = n_q_heads / kv.n_kv_heads;
     if (!attention_prefill_flash_supported(kv.head_dim, group, kv.type)) return cudaErrorNotSupported;
-    const int64_t row = static_cast<int64_t>(n_q_heads) * kv.head_dim;
-    if (q_stride < row || out_stride < row) return cudaErrorInvalidValue;
-    if (!detail::aligned(kv.k, 16) || !detail::aligned(kv.v, 16)) return cudaErrorInvalidValue;
     if (batch.n_tokens == 0) return cudaSuccess;
-    attn::PagedAttentionArgs a{};
-    a.q = q;
-    a.q_stride = q_stride;
-    a.k_cache = kv.k;
-    a.v_cache = kv.v;
-    a.n_q_heads = n_q_heads;
-    a.n_kv_heads = kv.n_kv_heads;
-    a.n_tokens = batch.n_tokens;
-    a.positions = batch.positions;
-    a.seq_of_token = batch.seq_of_token;
-    a.kv_indptr = batch.kv_indptr;
-    a.kv_indices = batch.kv_indices;
-    a.kv_len = batch.kv_len;
-    a.scale_log2 = scale * 1.4426950408889634f;
-    a.n_splits = 1;
-    a.out = out;
-    a.out_stride = out_stride;
-    a.head_dim = kv.head_dim;
     const int tokens_per_cta = kRows / group;
     const dim3 grid(detail::blocks_for(batch.n_tokens, tokens_per_cta), static_cast<unsigned>(kv.n_kv_heads));
     if (kv.head_dim == 64)

@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "dynamic_library.h"
+
 namespace inlay::cuda::nvrtc {
 namespace {
 
@@ -31,39 +33,23 @@ struct Api {
     decltype(&nvrtcGetPTX) ptx = nullptr;
 };
 
-template <class F>
-bool resolve(void* handle, const char* symbol, F& out, const std::string& library, std::string& why) {
-    dlerror();  // clear any earlier error
-    void* p = dlsym(handle, symbol);
-    if (!p) {
-        why = library + " has no " + symbol;
-        return false;
-    }
-    out = reinterpret_cast<F>(p);
-    return true;
-}
-
 bool load_api(const std::string& library, Api& api, std::string& why) {
-    void* handle = dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (!handle) {
-        const char* e = dlerror();
-        why = e ? std::string(e) : library + ": dlopen failed";
-        return false;
-    }
+    void* handle = detail::open_library(library, why);
+    if (!handle) return false;
     Api a;
-    const bool ok = resolve(handle, "nvrtcVersion", a.version, library, why) &&
-                    resolve(handle, "nvrtcGetErrorString", a.error_string, library, why) &&
-                    resolve(handle, "nvrtcCreateProgram", a.create_program, library, why) &&
-                    resolve(handle, "nvrtcDestroyProgram", a.destroy_program, library, why) &&
-                    resolve(handle, "nvrtcAddNameExpression", a.add_name_expression, library, why) &&
-                    resolve(handle, "nvrtcCompileProgram", a.compile_program, library, why) &&
-                    resolve(handle, "nvrtcGetProgramLogSize", a.log_size, library, why) &&
-                    resolve(handle, "nvrtcGetProgramLog", a.log, library, why) &&
-                    resolve(handle, "nvrtcGetLoweredName", a.lowered_name, library, why) &&
-                    resolve(handle, "nvrtcGetCUBINSize", a.cubin_size, library, why) &&
-                    resolve(handle, "nvrtcGetCUBIN", a.cubin, library, why) &&
-                    resolve(handle, "nvrtcGetPTXSize", a.ptx_size, library, why) &&
-                    resolve(handle, "nvrtcGetPTX", a.ptx, library, why);
+    const bool ok = detail::resolve_symbol(handle, "nvrtcVersion", a.version, library, why) &&
+                    detail::resolve_symbol(handle, "nvrtcGetErrorString", a.error_string, library, why) &&
+                    detail::resolve_symbol(handle, "nvrtcCreateProgram", a.create_program, library, why) &&
+                    detail::resolve_symbol(handle, "nvrtcDestroyProgram", a.destroy_program, library, why) &&
+                    detail::resolve_symbol(handle, "nvrtcAddNameExpression", a.add_name_expression, library, why) &&
+                    detail::resolve_symbol(handle, "nvrtcCompileProgram", a.compile_program, library, why) &&
+                    detail::resolve_symbol(handle, "nvrtcGetProgramLogSize", a.log_size, library, why) &&
+                    detail::resolve_symbol(handle, "nvrtcGetProgramLog", a.log, library, why) &&
+                    detail::resolve_symbol(handle, "nvrtcGetLoweredName", a.lowered_name, library, why) &&
+                    detail::resolve_symbol(handle, "nvrtcGetCUBINSize", a.cubin_size, library, why) &&
+                    detail::resolve_symbol(handle, "nvrtcGetCUBIN", a.cubin, library, why) &&
+                    detail::resolve_symbol(handle, "nvrtcGetPTXSize", a.ptx_size, library, why) &&
+                    detail::resolve_symbol(handle, "nvrtcGetPTX", a.ptx, library, why);
     if (!ok) {
         dlclose(handle);
         return false;

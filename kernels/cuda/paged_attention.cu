@@ -1,4 +1,5 @@
 // Launchers of the paged attention kernels and the shapes nvcc builds.
+#include "attention_args.h"
 #include "inlay_cuda_kernels.h"
 #include "launch_util.h"
 #include "paged_attention.cuh"
@@ -49,47 +50,18 @@ const void* builtin_kernel(int32_t head_dim, int32_t group, int32_t block_size, 
     return type == KvType::f16 ? by_head_dim<KvF16>(head_dim, group) : by_head_dim<float>(head_dim, group);
 }
 
-bool valid_batch(const TokenBatch& b) {
-    return b.n_tokens >= 0 && b.n_seqs >= 1 && b.positions && b.seq_of_token && b.kv_indptr && b.kv_indices && b.kv_len;
-}
-
 // Validates the arguments and fills the kernel's argument block (without the split).
 // kernel: the one given, else the built-in one, else null with generic = true when the
 // generic kernel serves the shape.
 cudaError_t prepare(const float* q, int64_t q_stride, int32_t n_q_heads, const PagedKvLayer& kv,
                     const TokenBatch& batch, float scale, float* out, int64_t out_stride, const void*& kernel,
                     bool& generic, PagedAttentionArgs& a) {
-    if (!q || !out || !kv.k || !kv.v || !valid_batch(batch)) return cudaErrorInvalidValue;
-    if (kv.n_kv_heads <= 0 || n_q_heads <= 0 || n_q_heads % kv.n_kv_heads != 0) return cudaErrorInvalidValue;
-    if (kv.n_kv_heads > detail::kMaxGridYZ || kv.head_dim <= 0 || kv.block_size <= 0) return cudaErrorInvalidValue;
-    if (kv.type != KvType::f16 && kv.type != KvType::f32) return cudaErrorInvalidValue;
-    const int64_t row = static_cast<int64_t>(n_q_heads) * kv.head_dim;
-    if (q_stride < row || out_stride < row) return cudaErrorInvalidValue;
-    if (!detail::aligned(kv.k, 16) || !detail::aligned(kv.v, 16)) return cudaErrorInvalidValue;
+    const cudaError_t err = detail::attention_args(q, q_stride, n_q_heads, kv, batch, scale, out, out_stride, a);
+    if (err != cudaSuccess) return err;
     const int32_t group = n_q_heads / kv.n_kv_heads;
     if (!kernel) kernel = builtin_kernel(kv.head_dim, group, kv.block_size, kv.type);
     generic = !kernel && detail::attention_generic_supported(kv.head_dim, group, kv.block_size, kv.type);
     if (!kernel && !generic) return cudaErrorNotSupported;
-    a = PagedAttentionArgs{};
-    a.q = q;
-    a.q_stride = q_stride;
-    a.k_cache = kv.k;
-    a.v_cache = kv.v;
-    a.n_q_heads = n_q_heads;
-    a.n_kv_heads = kv.n_kv_heads;
-    a.n_tokens = batch.n_tokens;
-    a.positions = batch.positions;
-    a.seq_of_token = batch.seq_of_token;
-    a.kv_indptr = batch.kv_indptr;
-    a.kv_indices = batch.kv_indices;
-    a.kv_len = batch.kv_len;
-    a.scale_log2 = scale * 1.4426950408889634f;
-    a.n_splits = 1;
-    a.keys_per_split = 0;
-    a.out = out;
-    a.out_stride = out_stride;
-    a.scratch = nullptr;
-    a.head_dim = kv.head_dim;
     return cudaSuccess;
 }
 

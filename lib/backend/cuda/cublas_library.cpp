@@ -6,43 +6,24 @@
 #include <mutex>
 
 #include "core/error.h"
+#include "kernels/cuda/dynamic_library.h"
 
 #define INLAY_STR2(x) #x
 #define INLAY_STR(x) INLAY_STR2(x)
 
 namespace inlay::cuda_backend {
-namespace {
-
-template <class F>
-bool resolve(void* handle, const char* symbol, F& out, const std::string& library, std::string& why) {
-    dlerror();  // clear any earlier error
-    void* p = dlsym(handle, symbol);
-    if (!p) {
-        const char* e = dlerror();
-        why = library + " has no " + symbol + (e ? std::string(" (") + e + ")" : std::string());
-        return false;
-    }
-    out = reinterpret_cast<F>(p);
-    return true;
-}
-
-}  // namespace
 
 const char* cublas_soname() { return "libcublas.so." INLAY_STR(CUBLAS_VER_MAJOR); }
 
 bool load_cublas_api(const std::string& library, CublasApi& api, std::string& why) {
-    void* handle = dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (!handle) {
-        const char* e = dlerror();
-        why = e ? std::string(e) : library + ": dlopen failed";
-        return false;
-    }
+    void* handle = cuda::detail::open_library(library, why);
+    if (!handle) return false;
     CublasApi a;
-    const bool ok = resolve(handle, "cublasCreate_v2", a.create, library, why) &&
-                    resolve(handle, "cublasDestroy_v2", a.destroy, library, why) &&
-                    resolve(handle, "cublasSetStream_v2", a.set_stream, library, why) &&
-                    resolve(handle, "cublasSgemm_v2", a.sgemm, library, why) &&
-                    resolve(handle, "cublasGemmEx", a.gemm_ex, library, why);
+    const bool ok = cuda::detail::resolve_symbol(handle, "cublasCreate_v2", a.create, library, why) &&
+                    cuda::detail::resolve_symbol(handle, "cublasDestroy_v2", a.destroy, library, why) &&
+                    cuda::detail::resolve_symbol(handle, "cublasSetStream_v2", a.set_stream, library, why) &&
+                    cuda::detail::resolve_symbol(handle, "cublasSgemm_v2", a.sgemm, library, why) &&
+                    cuda::detail::resolve_symbol(handle, "cublasGemmEx", a.gemm_ex, library, why);
     if (!ok) {
         dlclose(handle);  // nothing of it was used
         return false;
