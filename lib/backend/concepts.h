@@ -146,11 +146,14 @@ concept Backend = requires(B& b, const B& cb, typename B::Buffer& buf, const typ
 
 // Optional: a backend that can record a step's ops and replay them (CUDA graphs).
 // Decoder::forward brackets the ops after prepare_batch and before its outputs are read
-// with graph_begin / graph_end; when an op throws in between, graph_abort discards what
-// was recorded and says whether the failure came from the recording itself.
+// with graph_begin / graph_end; graph_begin returning true means the backend replays the
+// step's launches as recorded, and the ops are not called. When an op throws in between,
+// graph_abort discards what was recorded and says whether the failure came from the
+// recording itself.
 template <class B>
-concept StepGraphBackend = requires(B& b, typename B::Batch& batch) {
-    b.graph_begin(batch);
+concept StepGraphBackend = requires(B& b, typename B::Batch& batch, const typename B::KvStorage& kv,
+                                    const typename B::Scratch& scratch) {
+    { b.graph_begin(batch, kv, scratch) } -> std::same_as<bool>;
     b.graph_end(batch);
     { b.graph_abort(batch) } -> std::same_as<bool>;
 };

@@ -165,9 +165,9 @@ void Decoder<B>::forward(const BatchDesc& batch, typename B::KvStorage& kv, Work
     };
     if constexpr (StepGraphBackend<B>) {
         // Recorded and launched as one graph where the backend can (CUDA graphs).
-        b.graph_begin(ws.batch);
+        const bool replay = b.graph_begin(ws.batch, kv, ws.scratch);  // true: launched as last recorded
         try {
-            ops();
+            if (!replay) ops();
             b.graph_end(ws.batch);
         } catch (...) {
             // A recording still open is discarded; one the device invalidated makes the step

@@ -322,10 +322,24 @@ TEST_CASE("CUDA graphs record a step shape from its second step on, GEMV-sized s
     // Without a device a workspace's graphs stay idle: a step that is not recorded runs
     // directly and end/abort have nothing to do.
     StepGraphs graphs(true);
-    graphs.begin(nullptr, decode1, 8);
+    CHECK_FALSE(graphs.begin(nullptr, decode1, StepSignature{}, 8));
     CHECK_FALSE(graphs.capturing());
     CHECK(graphs.stats().direct == 1);
     graphs.end(nullptr);
     CHECK_FALSE(graphs.abort(nullptr));
     CHECK(graphs.stats().launched == 0);
+    // Signatures: any host value of a step's arguments that differs is another signature.
+    StepSignature a;
+    a.batch_offsets = {0, 8, 16, 24, 28, 32, 36, 40};
+    a.logit_rows = {0};
+    StepSignature b = a;
+    CHECK(a == b);
+    b.batch_offsets[4] = 32;  // a block table grew
+    CHECK_FALSE(a == b);
+    b = a;
+    b.attention_splits = 2;
+    CHECK_FALSE(a == b);
+    b = a;
+    b.logit_rows = {1};
+    CHECK_FALSE(a == b);
 }

@@ -6,6 +6,7 @@
 // must give bitwise the logits of the plain CPU executor, retried or not.
 #include <catch2/catch.hpp>
 #include <cstring>
+#include <utility>
 #include <vector>
 
 #include "backend/cpu/cpu_backend.h"
@@ -30,10 +31,14 @@ public:
     int failing_attentions = 0;  // attention throws this many times
     bool abort_blames_recording = false;
 
-    void graph_begin(Batch&) {
+    bool replay_next = false;  // graph_begin says "replay" once: the ops must be skipped
+    int attentions = 0;        // attention calls
+
+    bool graph_begin(Batch&, const KvStorage&, const Scratch&) {
         REQUIRE_FALSE(open);
         ++begins;
         open = true;
+        return std::exchange(replay_next, false);
     }
     void graph_end(Batch&) {
         REQUIRE(open);
@@ -53,6 +58,7 @@ public:
     void attention(const Buffer& q, const KvStorage& kv, int64_t layer, const Batch& batch, int64_t n_heads,
                    float scale, Buffer& out, Scratch& scratch) {
         REQUIRE(open);  // every op runs inside the bracket
+        ++attentions;
         if (failing_attentions > 0) {
             --failing_attentions;
             fail(INLAY_ERR_INTERNAL, "attention failed (test)");
@@ -128,4 +134,17 @@ TEST_CASE("a step's ops run between graph_begin and graph_end; a refused step ru
         len += n;
     }
     CHECK(hooks.aborts == 2);  // steps 3 and 4
+
+    // A step the backend replays as recorded: graph_begin then graph_end, no op called.
+    hooks.replay_next = true;
+    const int attentions = hooks.attentions, begins = hooks.begins, ends = hooks.ends;
+    BatchBuilder b;
+    const int32_t s = b.add_sequence(table, len + 1);
+    b.add_token(9, static_cast<int32_t>(len), s, true);
+    std::vector<float> logits(n_vocab);
+    bracketed.step(*kv_hooks, *ws_hooks, b.desc(), logits.data());
+    CHECK(hooks.attentions == attentions);
+    CHECK(hooks.begins == begins + 1);
+    CHECK(hooks.ends == ends + 1);
+    CHECK_FALSE(hooks.open);
 }

@@ -18,7 +18,8 @@ using cuda_backend::device_alloc;
 
 namespace {
 
-cuda::nvrtc_sources::AttentionShape attention_shape(int64_t head_dim, int64_t group, int64_t block_size, DType kv_type) {
+cuda::nvrtc_sources::AttentionShape attention_shape(int64_t head_dim, int64_t group, int64_t block_size,
+                                                    DType kv_type) {
     return cuda::nvrtc_sources::AttentionShape{static_cast<int>(head_dim), static_cast<int>(group),
                                                static_cast<int>(block_size),
                                                kv_type == DType::F16 ? cuda::KvType::f16 : cuda::KvType::f32};
@@ -253,14 +254,41 @@ void CudaBackend::prepare_batch(const BatchDesc& desc, const BatchLimits& limits
     batch.n_blocks = limits.n_blocks;
 }
 
-void CudaBackend::graph_begin(Batch& batch) {
+bool CudaBackend::graph_begin(Batch& batch, const KvStorage& kv, const Scratch& scratch) {
     make_current();
     if (!batch.graphs) batch.graphs = std::make_shared<cuda_backend::StepGraphs>(graphs_);
+    // Every host value the step's launch arguments are made of (step_graphs.h).
+    cuda_backend::StepSignature sig;
+    sig.batch_block = batch.device.get();
+    const cuda_backend::BatchOffsets& o = batch.offsets;
+    sig.batch_offsets = {o.tokens,  o.positions, o.seq_of_token, o.kv_indptr,
+                         o.kv_indices, o.kv_len, o.logit_rows, o.total};
+    sig.n_tokens = batch.n_tokens;
+    sig.n_seqs = batch.n_seqs;
+    sig.logit_rows = batch.logit_rows;
+    const cuda::AttentionSplitPlan plan = attention_plan(kv.geometry(), batch, scratch);
+    sig.attention_splits = plan.n_splits;
+    sig.attention_keys_per_split = plan.keys_per_split;
+    sig.kv_arenas.reserve(2 * kv.k_.size());
+    for (size_t l = 0; l < kv.k_.size(); ++l) {
+        sig.kv_arenas.push_back(kv.k_[l].get());
+        sig.kv_arenas.push_back(kv.v_[l].get());
+    }
+    sig.kv_capacity = kv.capacity_;
     // Up to kGemvMaxTokens tokens every op is a kernel of ours (no cuBLAS GEMM).
-    batch.graphs->begin(stream_,
-                        cuda_backend::StepShape{batch.n_tokens, static_cast<int64_t>(batch.logit_rows.size()),
-                                                batch.block_size},
-                        cuda_backend::kGemvMaxTokens);
+    return batch.graphs->begin(stream_,
+                               cuda_backend::StepShape{batch.n_tokens, static_cast<int64_t>(batch.logit_rows.size()),
+                                                       batch.block_size},
+                               sig, cuda_backend::kGemvMaxTokens);
+}
+
+cuda::AttentionSplitPlan CudaBackend::attention_plan(const KvGeometry& g, const Batch& batch,
+                                                     const Scratch& scratch) const {
+    cuda::AttentionSplitPlan plan{};
+    if (batch.n_tokens <= scratch.attention_tokens)
+        plan = cuda::plan_attention_split(batch.max_kv_len, batch.n_tokens * g.n_kv_heads, props_.multiProcessorCount,
+                                          static_cast<int32_t>(g.block_size), scratch.max_splits);
+    return plan;
 }
 
 void CudaBackend::graph_end(Batch& batch) {

@@ -206,7 +206,9 @@ public:
     // CUDA graphs (StepGraphBackend, step_graphs.h): the ops of a step between graph_begin
     // (after prepare_batch) and graph_end (before its outputs are read) are recorded and
     // launched as one graph when the step is eligible; graph_abort after an op threw.
-    void graph_begin(Batch& batch);
+    // graph_begin is true when the step replays the last recorded one's launches as they
+    // are (the same arguments): the caller then skips the ops.
+    bool graph_begin(Batch& batch, const KvStorage& kv, const Scratch& scratch);
     void graph_end(Batch& batch);
     bool graph_abort(Batch& batch);
     [[nodiscard]] cuda_backend::StepGraphStats graph_stats(const Batch& batch) const;
@@ -222,6 +224,9 @@ private:
     void matmul_into(const Weight& w, const Buffer& x, int64_t n_tokens, float* y, Scratch& scratch,
                      std::optional<cuda::HalfType>& rounded);
     void copy_kv_storage(const KvStorage& from, KvStorage& to, int64_t n_blocks);
+    // How attention splits its keys for this batch (n_splits 1: unsplit).
+    [[nodiscard]] cuda::AttentionSplitPlan attention_plan(const KvGeometry& g, const Batch& batch,
+                                                          const Scratch& scratch) const;
 
     int device_ = 0;
     cudaDeviceProp props_{};

@@ -230,10 +230,7 @@ void CudaBackend::attention(const Buffer& q, const KvStorage& kv, int64_t layer,
                    "attention_prefill_flash");
         return;
     }
-    cuda::AttentionSplitPlan plan{};
-    if (n <= scratch.attention_tokens)
-        plan = cuda::plan_attention_split(batch.max_kv_len, n * g.n_kv_heads, props_.multiProcessorCount,
-                                          static_cast<int32_t>(g.block_size), scratch.max_splits);
+    const cuda::AttentionSplitPlan plan = attention_plan(g, batch, scratch);
     if (plan.n_splits > 1) {
         check_cuda(cuda::attention_decode_split(q.ptr(), q_stride, static_cast<int32_t>(n_heads), kv.layer(layer),
                                                 batch.tokens(), scale, plan, scratch.attention.ptr(), out.ptr(),

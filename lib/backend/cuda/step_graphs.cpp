@@ -16,13 +16,13 @@ bool StepGraphPlanner::should_capture(const StepShape& shape, int64_t max_tokens
 }
 
 StepGraphs::~StepGraphs() {
-    for (const auto& [shape, exec] : execs_) (void)cudaGraphExecDestroy(exec);
+    for (const auto& [shape, e] : execs_) (void)cudaGraphExecDestroy(e.exec);
 }
 
 void StepGraphs::disable() {
     planner_.disable();
     stats_.disabled = true;
-    for (const auto& [shape, exec] : execs_) (void)cudaGraphExecDestroy(exec);
+    for (const auto& [shape, e] : execs_) (void)cudaGraphExecDestroy(e.exec);
     execs_.clear();
 }
 
@@ -37,13 +37,21 @@ void StepGraphs::refused() {
 
 void StepGraphs::refuse_current() { refused(); }
 
-void StepGraphs::begin(cudaStream_t stream, const StepShape& shape, int64_t max_tokens) {
+bool StepGraphs::begin(cudaStream_t stream, const StepShape& shape, const StepSignature& signature,
+                       int64_t max_tokens) {
     capturing_ = false;
+    replaying_ = false;
     const bool skip = std::exchange(skip_next_, false);
     if (!planner_.should_capture(shape, max_tokens) || skip) {
         ++stats_.direct;
-        return;
+        return false;
     }
+    shape_ = shape;
+    if (const auto it = execs_.find(shape); it != execs_.end() && it->second.signature == signature) {
+        replaying_ = true;  // the same arguments: launched as recorded
+        return true;
+    }
+    signature_ = signature;
     const cudaError_t e = cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal);
     if (e != cudaSuccess) {  // nothing was recorded yet: this step runs directly
         (void)cudaGetLastError();
@@ -51,13 +59,20 @@ void StepGraphs::begin(cudaStream_t stream, const StepShape& shape, int64_t max_
             cudaGetErrorString(e));
         disable();
         ++stats_.direct;
-        return;
+        return false;
     }
     capturing_ = true;
-    shape_ = shape;
+    return false;
 }
 
 void StepGraphs::end(cudaStream_t stream) {
+    if (replaying_) {
+        replaying_ = false;
+        check_cuda(cudaGraphLaunch(execs_.at(shape_).exec, stream), "cudaGraphLaunch");
+        ++stats_.launched;
+        ++stats_.replayed;
+        return;
+    }
     if (!capturing_) return;
     capturing_ = false;
     cudaGraph_t graph = nullptr;
@@ -77,19 +92,20 @@ void StepGraphs::end(cudaStream_t stream) {
     cudaGraphExec_t exec = nullptr;
     if (const auto it = execs_.find(shape_); it != execs_.end()) {
         cudaGraphExecUpdateResultInfo info{};
-        if (cudaGraphExecUpdate(it->second, graph, &info) == cudaSuccess) {
-            exec = it->second;
+        if (cudaGraphExecUpdate(it->second.exec, graph, &info) == cudaSuccess) {
+            exec = it->second.exec;
+            it->second.signature = signature_;
             ++stats_.updated;
         } else {  // another topology: made anew below
             (void)cudaGetLastError();
-            (void)cudaGraphExecDestroy(it->second);
+            (void)cudaGraphExecDestroy(it->second.exec);
             execs_.erase(it);
         }
     }
     if (!exec) {
         e = cudaGraphInstantiate(&exec, graph, 0);
         if (e != cudaSuccess) refuse("cudaGraphInstantiate");
-        execs_[shape_] = exec;
+        execs_[shape_] = Exec{exec, signature_};
         ++stats_.instantiated;
     }
     (void)cudaGraphDestroy(graph);
@@ -99,6 +115,7 @@ void StepGraphs::end(cudaStream_t stream) {
 }
 
 bool StepGraphs::abort(cudaStream_t stream) noexcept {
+    replaying_ = false;
     if (!capturing_) return false;
     capturing_ = false;
     cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;

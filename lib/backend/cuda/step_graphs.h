@@ -10,7 +10,12 @@
 // topology differs (e.g. attention now split along the keys) instantiates anew.
 //
 // What is recorded is exactly what the step launches (every argument of this step), so a
-// replay cannot use a stale pointer or size. Only steps whose ops are all inlay's own
+// replay cannot use a stale pointer or size. A step whose launch arguments are those of
+// the shape's last recorded step (StepSignature: every host value the ops' arguments are
+// made of) is not even recorded: its ops are skipped and the executable graph launched as
+// it is, so such a step costs the host one launch. Decoding one sequence records again
+// only when its block table grows (every block_size tokens) or the attention's split
+// changes. Only steps whose ops are all inlay's own
 // kernels are recorded (up to kGemvMaxTokens tokens: the GEMV path; larger batches call
 // cuBLAS GEMMs), and a shape only from its second step on, so that whatever an op sets up
 // on first use (an NVRTC kernel loaded, a resource made lazily) is never done inside a
@@ -27,6 +32,7 @@
 #include <cstdint>
 #include <map>
 #include <set>
+#include <vector>
 
 namespace inlay::cuda_backend {
 
@@ -55,11 +61,26 @@ private:
     std::set<StepShape> seen_;
 };
 
+// Every host value a recorded step's launch arguments are made of, besides what is fixed
+// for a workspace (its buffers, the weights, the model's shape): the batch block's address
+// and layout, its sizes and logit rows, the attention's split, and the KV arenas.
+struct StepSignature {
+    const void* batch_block = nullptr;
+    std::vector<size_t> batch_offsets;
+    int64_t n_tokens = 0, n_seqs = 0;
+    std::vector<int32_t> logit_rows;
+    int32_t attention_splits = 1, attention_keys_per_split = 0;
+    std::vector<const void*> kv_arenas;  // every layer's K and V arena
+    int64_t kv_capacity = 0;
+    bool operator==(const StepSignature&) const = default;
+};
+
 struct StepGraphStats {
     uint64_t captured = 0;      // steps recorded
     uint64_t instantiated = 0;  // executable graphs made
     uint64_t updated = 0;       // executable graphs updated in place for a new step
     uint64_t launched = 0;      // steps launched as a graph
+    uint64_t replayed = 0;      // ... of which without recording (the same arguments as the last)
     uint64_t direct = 0;        // steps whose ops were launched one by one
     uint64_t refused = 0;       // recordings the device (or an op) refused; the step was retried
     bool disabled = false;      // graphs switched off (by option, or after repeated refusals)
@@ -75,8 +96,10 @@ public:
     StepGraphs& operator=(const StepGraphs&) = delete;
 
     // After the step's batch is uploaded: starts recording the stream when the planner
-    // says so (max_tokens: the most tokens a recorded step may have).
-    void begin(cudaStream_t stream, const StepShape& shape, int64_t max_tokens);
+    // says so (max_tokens: the most tokens a recorded step may have). True when the step
+    // is a replay: its signature is that of the shape's executable graph, so the caller
+    // skips the ops and end() launches the graph as it is.
+    bool begin(cudaStream_t stream, const StepShape& shape, const StepSignature& signature, int64_t max_tokens);
     // Before the step's outputs are read: ends the recording and launches the step's
     // graph; throws StepRetry when CUDA refused the recording or its instantiation, and
     // inlay::Error (INLAY_ERR_INTERNAL) when the launch fails.
@@ -99,12 +122,19 @@ private:
     // Counts a refusal: the next step runs directly; graphs off after kMaxRefusals in a row.
     void refused();
 
+    struct Exec {
+        cudaGraphExec_t exec = nullptr;
+        StepSignature signature;  // of the step it was last recorded or updated from
+    };
+
     StepGraphPlanner planner_;
     int refusals_ = 0;          // in a row
     bool skip_next_ = false;    // the next step runs directly (a retry)
-    std::map<StepShape, cudaGraphExec_t> execs_;
+    std::map<StepShape, Exec> execs_;
     bool capturing_ = false;
+    bool replaying_ = false;
     StepShape shape_{};
+    StepSignature signature_{};
     StepGraphStats stats_{};
 };
 
