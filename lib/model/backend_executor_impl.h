@@ -68,11 +68,14 @@ public:
 template <Backend B>
 class BackendWorkspace final : public StepWorkspace {
 public:
-    explicit BackendWorkspace(typename Decoder<B>::Workspace ws) : ws_(std::move(ws)) {}
+    BackendWorkspace(typename Decoder<B>::Workspace ws, const Decoder<B>* owner) : ws_(std::move(ws)), owner_(owner) {}
     [[nodiscard]] int64_t max_tokens() const override { return ws_.capacity; }
     [[nodiscard]] int64_t max_logit_rows() const override { return ws_.logit_capacity; }
 
     typename Decoder<B>::Workspace ws_;
+    // The decoder it was made for: its buffers are sized for that model, and a backend that
+    // replays recorded steps (CUDA graphs) keeps that model's launches in it.
+    const Decoder<B>* owner_;
 };
 
 // The backend store behind `kv` (const or not), or INLAY_ERR_INTERNAL for another executor's.
@@ -165,7 +168,8 @@ std::unique_ptr<StepWorkspace> BackendExecutor<B>::new_workspace(int64_t max_tok
     if (max_tokens <= 0 || max_logit_rows <= 0 || max_logit_rows > max_tokens)
         fail(INLAY_ERR_INVALID_ARGUMENT, "workspace for {} tokens and {} logit rows", max_tokens, max_logit_rows);
     auto lock = serial_lock();
-    return std::make_unique<detail::BackendWorkspace<B>>(decoder_->make_workspace(max_tokens, max_logit_rows));
+    return std::make_unique<detail::BackendWorkspace<B>>(decoder_->make_workspace(max_tokens, max_logit_rows),
+                                                         decoder_.get());
 }
 
 template <Backend B>
@@ -189,7 +193,8 @@ void BackendExecutor<B>::forward_step(KvStore& kv, StepWorkspace& ws, const Batc
                                       int32_t* ids, const SampleRows* sampling) const {
     auto& store = detail::store_of<detail::BackendKvStore<B>>(kv, device_);
     auto* work = dynamic_cast<detail::BackendWorkspace<B>*>(&ws);
-    if (!work) fail(INLAY_ERR_INTERNAL, "a workspace of another executor given to the executor of '{}'", device_);
+    if (!work || work->owner_ != decoder_.get())
+        fail(INLAY_ERR_INTERNAL, "a workspace of another executor given to the executor of '{}'", device_);
     auto lock = serial_lock();
     detail::forward_retrying([&] {  // forward validates the batch once
         decoder_->forward(batch, store.storage_, work->ws_, logits, ids, sampling);

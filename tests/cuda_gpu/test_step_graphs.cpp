@@ -35,11 +35,12 @@ Run run_steps(bool graphs, const GgufFile& file, const DecoderSpec& spec) {
     auto ws = decoder.make_workspace(16, 16);
     auto kv = backend.alloc_kv(decoder.kv_geometry(16, DType::F16), 8);
     const auto n_vocab = static_cast<size_t>(spec.n_vocab);
-    // Sequence 0's block table grows to a second block at kv length 17 (step 12), which
-    // moves the batch's layout: the steps after it are recorded once more.
-    const std::vector<int32_t> blocks0 = {0, 1}, table1 = {2};
-    auto table0 = [&](int64_t kv_len) {
-        return std::vector<int32_t>(blocks0.begin(), blocks0.begin() + (kv_len + 15) / 16);
+    // Sequence 0's block table grows from 3 to 5 entries at kv length 17 (step 12; tables
+    // may hold more blocks than the length needs), which moves the batch's layout (its
+    // arrays are padded to 4 entries): the steps after it are recorded once more.
+    const std::vector<int32_t> table1 = {5};
+    auto table0 = [](int64_t kv_len) {
+        return kv_len <= 16 ? std::vector<int32_t>{0, 1, 2} : std::vector<int32_t>{0, 1, 2, 3, 4};
     };
     Run out;
     int64_t len0 = 0, len1 = 0;

@@ -334,12 +334,15 @@ TEST_CASE("CUDA graphs record a step shape from its second step on, GEMV-sized s
     a.logit_rows = {0};
     StepSignature b = a;
     CHECK(a == b);
-    b.batch_offsets[4] = 32;  // a block table grew
+    b.batch_offsets[5] = 36;  // a block table grew past a multiple of 4 entries
     CHECK_FALSE(a == b);
     b = a;
     b.attention_splits = 2;
     CHECK_FALSE(a == b);
     b = a;
     b.logit_rows = {1};
+    CHECK_FALSE(a == b);
+    b = a;
+    b.kv_type = 1;  // another cache type at the same addresses
     CHECK_FALSE(a == b);
 }

@@ -275,6 +275,7 @@ bool CudaBackend::graph_begin(Batch& batch, const KvStorage& kv, const Scratch& 
         sig.kv_arenas.push_back(kv.v_[l].get());
     }
     sig.kv_capacity = kv.capacity_;
+    sig.kv_type = static_cast<int>(kv.geometry().dtype);
     // Up to kGemvMaxTokens tokens every op is a kernel of ours (no cuBLAS GEMM).
     return batch.graphs->begin(stream_,
                                cuda_backend::StepShape{batch.n_tokens, static_cast<int64_t>(batch.logit_rows.size()),

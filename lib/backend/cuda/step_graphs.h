@@ -14,8 +14,8 @@
 // the shape's last recorded step (StepSignature: every host value the ops' arguments are
 // made of) is not even recorded: its ops are skipped and the executable graph launched as
 // it is, so such a step costs the host one launch. Decoding one sequence records again
-// only when its block table grows (every block_size tokens) or the attention's split
-// changes. Only steps whose ops are all inlay's own
+// only when the batch's layout moves (its block table's length crosses a multiple of 4
+// entries: every 4 x block_size tokens) or the attention's split changes. Only steps whose ops are all inlay's own
 // kernels are recorded (up to kGemvMaxTokens tokens: the GEMV path; larger batches call
 // cuBLAS GEMMs), and a shape only from its second step on, so that whatever an op sets up
 // on first use (an NVRTC kernel loaded, a resource made lazily) is never done inside a
@@ -72,6 +72,7 @@ struct StepSignature {
     int32_t attention_splits = 1, attention_keys_per_split = 0;
     std::vector<const void*> kv_arenas;  // every layer's K and V arena
     int64_t kv_capacity = 0;
+    int kv_type = 0;  // the cache's element type (DType), which picks the kernels
     bool operator==(const StepSignature&) const = default;
 };
 
