@@ -149,7 +149,8 @@ void BackendExecutor<B>::eval(SequenceState& state, std::span<const int32_t> tok
             batch.add_token(tokens[static_cast<size_t>(start + i)], static_cast<int32_t>(seq.n_cached_ + i), s, want);
         }
         detail::forward_retrying([&] {
-            decoder_->forward(batch.desc(), seq.kv_, *seq.workspace_, logits + first_row * static_cast<size_t>(n_vocab));
+            decoder_->forward(batch.desc(), seq.kv_, *seq.workspace_,
+                              logits + first_row * static_cast<size_t>(n_vocab));
         });
         seq.n_cached_ += count;
     }
