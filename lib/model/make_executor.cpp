@@ -66,9 +66,10 @@ std::unique_ptr<Executor> make_executor(const DeviceRequest& request, const Deco
     // Read once per load, never inside an op.
     const auto cuda_options = [&] {
         CudaExecutorOptions o;
-        o.kernel_cache_dir = request.kernel_cache_dir ? *request.kernel_cache_dir
-                                                      : kernel_cache_dir(std::getenv("INLAY_KERNEL_CACHE_DIR"),
-                                                                         std::getenv("XDG_CACHE_HOME"), std::getenv("HOME"));
+        o.kernel_cache_dir = request.kernel_cache_dir
+                                 ? *request.kernel_cache_dir
+                                 : kernel_cache_dir(std::getenv("INLAY_KERNEL_CACHE_DIR"),
+                                                    std::getenv("XDG_CACHE_HOME"), std::getenv("HOME"));
         const char* graphs = std::getenv("INLAY_CUDA_GRAPHS");
         o.graphs = request.cuda_graphs ? *request.cuda_graphs : !(graphs && std::string_view(graphs) == "0");
         return o;

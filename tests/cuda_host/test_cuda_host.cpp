@@ -322,7 +322,12 @@ TEST_CASE("CUDA graphs record a step shape from its second step on, GEMV-sized s
     // Without a device a workspace's graphs stay idle: a step that is not recorded runs
     // directly and end/abort have nothing to do.
     StepGraphs graphs(true);
-    CHECK_FALSE(graphs.begin(nullptr, decode1, StepSignature{}, 8));
+    bool signed_ = false;
+    CHECK_FALSE(graphs.begin(nullptr, decode1, 8, [&] {
+        signed_ = true;
+        return StepSignature{};
+    }));
+    CHECK_FALSE(signed_);  // a step run directly gathers no signature
     CHECK_FALSE(graphs.capturing());
     CHECK(graphs.stats().direct == 1);
     graphs.end(nullptr);

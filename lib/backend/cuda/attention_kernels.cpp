@@ -43,15 +43,12 @@ AttentionKernels::~AttentionKernels() {
     for (cudaLibrary_t lib : libraries_) (void)cudaLibraryUnload(lib);
 }
 
-bool AttentionKernels::resolved(const cuda::nvrtc_sources::AttentionShape& s) {
-    std::lock_guard lock(mutex_);
-    return chosen_.contains(Key{s.head_dim, s.group, s.block_size, static_cast<int>(s.kv_type)});
-}
-
-AttentionKernels::Choice AttentionKernels::get(const cuda::nvrtc_sources::AttentionShape& s) {
+std::optional<AttentionKernels::Choice> AttentionKernels::get(const cuda::nvrtc_sources::AttentionShape& s,
+                                                              bool may_load) {
     const Key key{s.head_dim, s.group, s.block_size, static_cast<int>(s.kv_type)};
     std::lock_guard lock(mutex_);
     if (const auto it = chosen_.find(key); it != chosen_.end()) return it->second;
+    if (!may_load) return std::nullopt;
     Choice choice{choose_attention_kernel(s), nullptr};
     if (choice.source == AttentionKernelSource::nvrtc) {
         // Any failure from here on leaves the shape to the generic kernel, said once.

@@ -67,10 +67,9 @@ public:
         const void* kernel = nullptr;
     };
     // The kernel for a shape; the first call of an NVRTC shape compiles (or reads the
-    // cache) and loads it. The device must be current.
-    Choice get(const cuda::nvrtc_sources::AttentionShape& shape);
-    // Whether get(shape) has already made its choice (and so will not compile or load).
-    [[nodiscard]] bool resolved(const cuda::nvrtc_sources::AttentionShape& shape);
+    // cache) and loads it. The device must be current. may_load false: nullopt for a shape
+    // not chosen yet instead (a step being recorded must not compile or load).
+    std::optional<Choice> get(const cuda::nvrtc_sources::AttentionShape& shape, bool may_load = true);
 
     [[nodiscard]] cuda::nvrtc::CacheStats cache_stats() const { return cache_.stats(); }
     [[nodiscard]] const std::filesystem::path& cache_dir() const { return cache_.directory(); }

@@ -18,13 +18,6 @@ using cuda_backend::device_alloc;
 
 namespace {
 
-cuda::nvrtc_sources::AttentionShape attention_shape(int64_t head_dim, int64_t group, int64_t block_size,
-                                                    DType kv_type) {
-    return cuda::nvrtc_sources::AttentionShape{static_cast<int>(head_dim), static_cast<int>(group),
-                                               static_cast<int>(block_size),
-                                               kv_type == DType::F16 ? cuda::KvType::f16 : cuda::KvType::f32};
-}
-
 std::shared_ptr<void> shared_device(size_t bytes, std::string_view what) {
     cuda_backend::DevicePtr p = device_alloc(bytes, what);
     return std::shared_ptr<void>(p.release(), cuda_backend::DeviceFree{});
@@ -79,24 +72,26 @@ CudaBackend::~CudaBackend() {
     if (stream_) (void)cudaStreamDestroy(stream_);
 }
 
-void CudaBackend::make_current() const {
-    check_cuda(cudaSetDevice(device_), "cudaSetDevice");
-}
+void CudaBackend::make_current() const { check_cuda(cudaSetDevice(device_), "cudaSetDevice"); }
 
 cuda_backend::AttentionKernels::Choice CudaBackend::attention_kernel(int64_t head_dim, int64_t group,
                                                                      int64_t block_size, DType kv_type) {
+    return *find_attention_kernel(head_dim, group, block_size, kv_type, true);
+}
+
+std::optional<cuda_backend::AttentionKernels::Choice> CudaBackend::find_attention_kernel(int64_t head_dim,
+                                                                                        int64_t group,
+                                                                                        int64_t block_size,
+                                                                                        DType kv_type, bool may_load) {
     make_current();
     constexpr int64_t kMax = int64_t{1} << 30;  // far beyond any kernel: keeps the int casts exact
     if (head_dim <= 0 || head_dim > kMax || group <= 0 || group > kMax || block_size <= 0 || block_size > kMax)
-        return {};
-    return attention_kernels_->get(attention_shape(head_dim, group, block_size, kv_type));
-}
-
-bool CudaBackend::attention_kernel_resolved(int64_t head_dim, int64_t group, int64_t block_size, DType kv_type) {
-    constexpr int64_t kMax = int64_t{1} << 30;
-    if (head_dim <= 0 || head_dim > kMax || group <= 0 || group > kMax || block_size <= 0 || block_size > kMax)
-        return true;  // nothing to resolve: attention_kernel has no kernel for it
-    return attention_kernels_->resolved(attention_shape(head_dim, group, block_size, kv_type));
+        return cuda_backend::AttentionKernels::Choice{};  // no kernel takes it
+    return attention_kernels_->get(
+        cuda::nvrtc_sources::AttentionShape{static_cast<int>(head_dim), static_cast<int>(group),
+                                            static_cast<int>(block_size),
+                                            kv_type == DType::F16 ? cuda::KvType::f16 : cuda::KvType::f32},
+        may_load);
 }
 
 DeviceMemory CudaBackend::memory_info() const {
@@ -257,30 +252,33 @@ void CudaBackend::prepare_batch(const BatchDesc& desc, const BatchLimits& limits
 bool CudaBackend::graph_begin(Batch& batch, const KvStorage& kv, const Scratch& scratch) {
     make_current();
     if (!batch.graphs) batch.graphs = std::make_shared<cuda_backend::StepGraphs>(graphs_);
-    // Every host value the step's launch arguments are made of (step_graphs.h).
-    cuda_backend::StepSignature sig;
-    sig.batch_block = batch.device.get();
-    const cuda_backend::BatchOffsets& o = batch.offsets;
-    sig.batch_offsets = {o.tokens,  o.positions, o.seq_of_token, o.kv_indptr,
-                         o.kv_indices, o.kv_len, o.logit_rows, o.total};
-    sig.n_tokens = batch.n_tokens;
-    sig.n_seqs = batch.n_seqs;
-    sig.logit_rows = batch.logit_rows;
-    const cuda::AttentionSplitPlan plan = attention_plan(kv.geometry(), batch, scratch);
-    sig.attention_splits = plan.n_splits;
-    sig.attention_keys_per_split = plan.keys_per_split;
-    sig.kv_arenas.reserve(2 * kv.k_.size());
-    for (size_t l = 0; l < kv.k_.size(); ++l) {
-        sig.kv_arenas.push_back(kv.k_[l].get());
-        sig.kv_arenas.push_back(kv.v_[l].get());
-    }
-    sig.kv_capacity = kv.capacity_;
-    sig.kv_type = static_cast<int>(kv.geometry().dtype);
+    // Every host value the step's launch arguments are made of (step_graphs.h), gathered
+    // only for a step that is recorded.
+    auto signature = [&] {
+        cuda_backend::StepSignature sig;
+        sig.batch_block = batch.device.get();
+        const cuda_backend::BatchOffsets& o = batch.offsets;
+        sig.batch_offsets = {o.tokens,     o.positions, o.seq_of_token, o.kv_indptr,
+                             o.kv_indices, o.kv_len,    o.logit_rows,   o.total};
+        sig.n_tokens = batch.n_tokens;
+        sig.n_seqs = batch.n_seqs;
+        sig.logit_rows = batch.logit_rows;
+        const cuda::AttentionSplitPlan plan = attention_plan(kv.geometry(), batch, scratch);
+        sig.attention_splits = plan.n_splits;
+        sig.attention_keys_per_split = plan.keys_per_split;
+        sig.kv_arenas.reserve(2 * kv.k_.size());
+        for (size_t l = 0; l < kv.k_.size(); ++l) {
+            sig.kv_arenas.push_back(kv.k_[l].get());
+            sig.kv_arenas.push_back(kv.v_[l].get());
+        }
+        sig.kv_capacity = kv.capacity_;
+        sig.kv_type = static_cast<int>(kv.geometry().dtype);
+        return sig;
+    };
     // Up to kGemvMaxTokens tokens every op is a kernel of ours (no cuBLAS GEMM).
-    return batch.graphs->begin(stream_,
-                               cuda_backend::StepShape{batch.n_tokens, static_cast<int64_t>(batch.logit_rows.size()),
-                                                       batch.block_size},
-                               sig, cuda_backend::kGemvMaxTokens);
+    const cuda_backend::StepShape shape{batch.n_tokens, static_cast<int64_t>(batch.logit_rows.size()),
+                                        batch.block_size};
+    return batch.graphs->begin(stream_, shape, cuda_backend::kGemvMaxTokens, signature);
 }
 
 cuda::AttentionSplitPlan CudaBackend::attention_plan(const KvGeometry& g, const Batch& batch,

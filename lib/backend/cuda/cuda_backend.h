@@ -167,8 +167,6 @@ public:
     // and loaded then, so a caller that knows its shape at load time calls this there.
     cuda_backend::AttentionKernels::Choice attention_kernel(int64_t head_dim, int64_t group, int64_t block_size,
                                                             DType kv_type);
-    // Whether attention_kernel has resolved this shape (a step being recorded must not).
-    bool attention_kernel_resolved(int64_t head_dim, int64_t group, int64_t block_size, DType kv_type);
     [[nodiscard]] const cudaDeviceProp& properties() const { return props_; }
 
     Buffer alloc(int64_t n_floats);
@@ -224,6 +222,10 @@ private:
     void matmul_into(const Weight& w, const Buffer& x, int64_t n_tokens, float* y, Scratch& scratch,
                      std::optional<cuda::HalfType>& rounded);
     void copy_kv_storage(const KvStorage& from, KvStorage& to, int64_t n_blocks);
+    // attention_kernel's choice; may_load false: nullopt for a shape not chosen yet.
+    std::optional<cuda_backend::AttentionKernels::Choice> find_attention_kernel(int64_t head_dim, int64_t group,
+                                                                                int64_t block_size, DType kv_type,
+                                                                                bool may_load);
     // How attention splits its keys for this batch (n_splits 1: unsplit).
     [[nodiscard]] cuda::AttentionSplitPlan attention_plan(const KvGeometry& g, const Batch& batch,
                                                           const Scratch& scratch) const;

@@ -213,16 +213,17 @@ void CudaBackend::attention(const Buffer& q, const KvStorage& kv, int64_t layer,
              "the CUDA backend has no attention kernel for head_dim {}, {} query heads per KV head, blocks of {}",
              g.head_dim, group, g.block_size);
     make_current();
-    // A shape's first use may compile and load a kernel, which must not happen inside a
-    // recorded step: that step is made again, directly (step_graphs.h).
-    if (batch.graphs && batch.graphs->capturing() &&
-        !attention_kernel_resolved(g.head_dim, group, g.block_size, g.dtype)) {
+    // The kernel chosen for this shape (an NVRTC variant compiled on first use, or null
+    // for the launcher's built-in or generic kernel). A shape's first use may compile and
+    // load a kernel, which must not happen inside a recorded step: that step is made
+    // again, directly (step_graphs.h).
+    const bool recording = batch.graphs && batch.graphs->capturing();
+    const auto choice = find_attention_kernel(g.head_dim, group, g.block_size, g.dtype, !recording);
+    if (!choice) {
         batch.graphs->refuse_current();
         throw StepRetry("CUDA graph: the attention kernel of a new shape is loaded outside a recording");
     }
-    // The kernel chosen for this shape (an NVRTC variant compiled on first use, or null
-    // for the launcher's built-in or generic kernel).
-    const void* kernel = attention_kernel(g.head_dim, group, g.block_size, g.dtype).kernel;
+    const void* kernel = choice->kernel;
     const int64_t q_stride = n_heads * g.head_dim;
     if (cuda_backend::use_flash_prefill(n, batch.n_seqs, g.head_dim, group, g.dtype)) {
         check_cuda(cuda::attention_prefill_flash(q.ptr(), q_stride, static_cast<int32_t>(n_heads), kv.layer(layer),

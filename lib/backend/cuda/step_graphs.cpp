@@ -2,7 +2,6 @@
 #include "backend/cuda/step_graphs.h"
 
 #include <string>
-#include <utility>
 
 #include "backend/concepts.h"
 #include "backend/cuda/cuda_error.h"
@@ -26,7 +25,7 @@ void StepGraphs::disable() {
     execs_.clear();
 }
 
-void StepGraphs::refused() {
+void StepGraphs::refuse_current() {
     ++stats_.refused;
     skip_next_ = true;
     if (++refusals_ >= kMaxRefusals) {
@@ -35,17 +34,7 @@ void StepGraphs::refused() {
     }
 }
 
-void StepGraphs::refuse_current() { refused(); }
-
-bool StepGraphs::begin(cudaStream_t stream, const StepShape& shape, const StepSignature& signature,
-                       int64_t max_tokens) {
-    capturing_ = false;
-    replaying_ = false;
-    const bool skip = std::exchange(skip_next_, false);
-    if (!planner_.should_capture(shape, max_tokens) || skip) {
-        ++stats_.direct;
-        return false;
-    }
+bool StepGraphs::begin_recorded(cudaStream_t stream, const StepShape& shape, const StepSignature& signature) {
     shape_ = shape;
     if (const auto it = execs_.find(shape); it != execs_.end() && it->second.signature == signature) {
         replaying_ = true;  // the same arguments: launched as recorded
@@ -83,7 +72,7 @@ void StepGraphs::end(cudaStream_t stream) {
         const std::string why =
             std::string(call) + " failed (" + cudaGetErrorName(e) + ": " + cudaGetErrorString(e) + ")";
         log(LogLevel::warn, "CUDA graph: {}; the step runs again without one", why);
-        refused();
+        refuse_current();
         throw StepRetry("CUDA graph: " + why);
     };
     if (e == cudaSuccess && !graph) e = cudaErrorStreamCaptureInvalidated;
@@ -127,7 +116,7 @@ bool StepGraphs::abort(cudaStream_t stream) noexcept {
     (void)cudaGetLastError();
     if (invalidated) {
         log(LogLevel::warn, "CUDA graph: an op could not be recorded; the step runs again without one");
-        refused();
+        refuse_current();
     }
     return invalidated;
 }

@@ -32,6 +32,7 @@
 #include <cstdint>
 #include <map>
 #include <set>
+#include <utility>
 #include <vector>
 
 namespace inlay::cuda_backend {
@@ -98,9 +99,20 @@ public:
 
     // After the step's batch is uploaded: starts recording the stream when the planner
     // says so (max_tokens: the most tokens a recorded step may have). True when the step
-    // is a replay: its signature is that of the shape's executable graph, so the caller
-    // skips the ops and end() launches the graph as it is.
-    bool begin(cudaStream_t stream, const StepShape& shape, const StepSignature& signature, int64_t max_tokens);
+    // is a replay: its signature (make_signature(), called only for a step the planner
+    // records) is that of the shape's executable graph, so the caller skips the ops and
+    // end() launches the graph as it is.
+    template <class MakeSignature>
+    bool begin(cudaStream_t stream, const StepShape& shape, int64_t max_tokens, MakeSignature&& make_signature) {
+        capturing_ = false;
+        replaying_ = false;
+        const bool skip = std::exchange(skip_next_, false);
+        if (!planner_.should_capture(shape, max_tokens) || skip) {
+            ++stats_.direct;
+            return false;
+        }
+        return begin_recorded(stream, shape, make_signature());
+    }
     // Before the step's outputs are read: ends the recording and launches the step's
     // graph; throws StepRetry when CUDA refused the recording or its instantiation, and
     // inlay::Error (INLAY_ERR_INTERNAL) when the launch fails.
@@ -109,8 +121,9 @@ public:
     // the recording's (the stream's capture was invalidated): the step may be retried,
     // and its retry runs directly.
     bool abort(cudaStream_t stream) noexcept;
-    // For an op that cannot be recorded now: the next step (the retry) runs directly.
-    // The caller then throws StepRetry out of the op.
+    // A refusal (a recording the device refused, or an op that cannot be recorded now,
+    // whose caller then throws StepRetry): the next step (the retry) runs directly, and
+    // graphs go off after kMaxRefusals in a row.
     void refuse_current();
 
     static constexpr int kMaxRefusals = 3;
@@ -120,8 +133,8 @@ public:
 
 private:
     void disable();
-    // Counts a refusal: the next step runs directly; graphs off after kMaxRefusals in a row.
-    void refused();
+    // begin() for a step the planner records: a replay, or the start of a recording.
+    bool begin_recorded(cudaStream_t stream, const StepShape& shape, const StepSignature& signature);
 
     struct Exec {
         cudaGraphExec_t exec = nullptr;

@@ -24,9 +24,8 @@ std::unique_ptr<Executor> make_cuda_executor(int device_index, const CudaExecuto
     const int64_t group = spec.n_kv_heads > 0 ? spec.n_heads / spec.n_kv_heads : 0;
     if (!cuda::attention_supported(static_cast<int32_t>(spec.head_dim), static_cast<int32_t>(group),
                                    static_cast<int32_t>(BackendExecutor<CudaBackend>::kBlockSize), cuda::KvType::f16))
-        fail(INLAY_ERR_UNSUPPORTED,
-             "device cuda:{}: no attention kernel for head_dim {} with {} query heads per KV head", device_index,
-             spec.head_dim, group);
+        fail(INLAY_ERR_UNSUPPORTED, "device cuda:{}: no attention kernel for head_dim {} with {} query heads per KV head",
+             device_index, spec.head_dim, group);
     auto backend =
         std::make_unique<CudaBackend>(device_index, CudaBackend::Options{options.kernel_cache_dir, options.graphs});
     if (!options.graphs) log(LogLevel::info, "device cuda:{}: CUDA graphs off", device_index);
