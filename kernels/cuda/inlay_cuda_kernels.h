@@ -191,6 +191,13 @@ cudaError_t qk_norm_rope_kv_append(float* q, int64_t q_stride, int32_t n_q_heads
                                    const TokenBatch& batch, int* error_flag, cudaStream_t stream);
 
 // ---------------------------------------------------------------------------------------
+// A pipelined step's fed tokens: tokens[i] = max(ids[fed_rows[i]], 0) where
+// fed_rows[i] >= 0 (ids: the previous step's chosen ids, -1 for an all-NaN row, which
+// becomes the valid id 0 in a row whose result the caller discards); other tokens are
+// left as they are. All arrays device int32; fed_rows[i] must index ids.
+cudaError_t feed_tokens(int32_t* tokens, const int32_t* fed_rows, int64_t n_tokens, const int32_t* ids,
+                        cudaStream_t stream);
+
 // x[i] += y[i] for i < n (f32, one rounding each: bitwise x[i] + y[i]). x and y must not
 // overlap unless equal.
 cudaError_t add(float* x, const float* y, int64_t n, cudaStream_t stream);

@@ -5,10 +5,12 @@
 //
 // Memory model. Host memory reaches a backend only through write() (floats into a
 // Buffer), the upload_* calls (weights, once at load), prepare_batch() (the step's
-// batch, once per forward pass) and kv_write_block(); it leaves only through read()
-// and kv_read_block(). Everything else (the ops) may run asynchronously, in issue
-// order, on the backend's stream: read(), kv_read_block() and synchronize() are the
-// only points where the host waits for the device. Ops never allocate: scratch comes
+// batch, once per forward pass) and kv_write_block(); it leaves only through read(),
+// read_ids() and kv_read_block(). Everything else (the ops) may run asynchronously, in
+// issue order, on the backend's stream: read(), read_ids(), kv_read_block() and
+// synchronize() are the only points where the host waits for the device, and
+// prepare_batch() and sample_rows() may be called again while earlier work is still
+// queued (their host staging is not reused before the device has consumed it). Ops never allocate: scratch comes
 // from a Scratch made once per workspace (alloc_scratch), K/V from a KvStorage made
 // once per store.
 //
@@ -79,7 +81,8 @@ template <class B>
 concept Backend = requires(B& b, const B& cb, typename B::Buffer& buf, const typename B::Buffer& cbuf,
                            const typename B::Weight& w, const typename B::Weight* wp, const TensorView& view,
                            typename B::KvStorage& kv, const typename B::KvStorage& ckv, typename B::Batch& batch,
-                           const typename B::Batch& cbatch, typename B::Scratch& scratch, const BatchDesc& desc,
+                           const typename B::Batch& cbatch, typename B::Scratch& scratch,
+                           const typename B::Scratch& cscratch, const BatchDesc& desc,
                            const BatchLimits& limits,
                            const KvGeometry& geometry, const RopeParams& rope, float* host, const float* chost,
                            int64_t n, float f, std::span<std::byte> bytes, std::span<const std::byte> cbytes,
@@ -92,6 +95,7 @@ concept Backend = requires(B& b, const B& cb, typename B::Buffer& buf, const typ
 
     // What the backend is
     { B::kConcurrentForward } -> std::convertible_to<bool>;  // may forward passes run at once?
+    { B::kQueuedOps } -> std::convertible_to<bool>;  // do ops return before their work is done (a stream)?
     { cb.device_name() } -> std::convertible_to<std::string>;  // "cpu", "cuda:0", ...
     { cb.contract() } -> std::same_as<BackendContract>;
     { cb.memory_info() } -> std::same_as<DeviceMemory>;
@@ -135,14 +139,27 @@ concept Backend = requires(B& b, const B& cb, typename B::Buffer& buf, const typ
     b.attention(cbuf, ckv, n, cbatch, n, f, buf, scratch);  // causal GQA (layer, n_heads, scale)
     b.add(buf, cbuf, n);                            // x += y
     b.gather_logit_rows(cbuf, cbatch, n, buf);      // out[i] = x[logit_rows[i]] (row length n)
-    // Greedy sampling where the logits are: ids[r] = the first index of row r's largest
-    // value, NaN never, -1 when the row is all NaN (n_rows, n_cols; host ids, waits).
-    b.argmax_rows(cbuf, n, n, scratch, ids);
-    // Sampling where the logits are: ids[r] = the token the Sampler would draw from row r
-    // with the row's parameters, penalties and draw (sample_rows.h; the penalties are
-    // applied to the rows in place), -1 when the row is all NaN (n_rows, n_cols; waits).
-    b.sample_rows(buf, n, n, sample, scratch, ids);
+
+    // Token ids chosen where the logits are. Each of argmax_rows and sample_rows leaves
+    // its rows' ids in the scratch (the step's "latest ids", which feed_tokens reads) and
+    // starts their copy to the host without waiting; read_ids waits for the oldest copy
+    // not yet read and writes its n_rows ids. At most kMaxUnreadIds are unread at once, so
+    // a caller can queue step N+1 before reading step N's ids (pipelined steps).
+    // Greedy: id = the first index of row r's largest value, NaN never, -1 when the row
+    // is all NaN (n_rows, n_cols).
+    b.argmax_rows(cbuf, n, n, scratch);
+    // Sampling: id = the token the Sampler would draw from row r with the row's
+    // parameters, penalties and draw (sample_rows.h; the penalties are applied to the
+    // rows in place), -1 when the row is all NaN (n_rows, n_cols).
+    b.sample_rows(buf, n, n, sample, scratch);
+    b.read_ids(scratch, n, ids);  // n_rows of the oldest unread ids -> host (waits)
+    // A batch's fed tokens (BatchDesc::fed_rows) take the latest ids of the scratch: the
+    // first op of a pipelined step, before embed.
+    b.feed_tokens(batch, cscratch);
 };
+
+// Ids of argmax_rows / sample_rows calls not yet read (read_ids) that a scratch holds.
+inline constexpr int kMaxUnreadIds = 2;
 
 // Optional: a backend that can record a step's ops and replay them (CUDA graphs).
 // Decoder::forward brackets the ops after prepare_batch and before its outputs are read

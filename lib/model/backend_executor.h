@@ -43,6 +43,9 @@ public:
     void step_argmax(KvStore& kv, StepWorkspace& ws, const BatchDesc& batch, int32_t* ids) const override;
     void step_sample(KvStore& kv, StepWorkspace& ws, const BatchDesc& batch, const SampleRows& rows,
                      int32_t* ids) const override;
+    void launch_step(KvStore& kv, StepWorkspace& ws, const BatchDesc& batch, const SampleRows* rows) const override;
+    void finish_step(StepWorkspace& ws, int64_t n_logit_rows, int32_t* ids) const override;
+    [[nodiscard]] bool queues_steps() const override { return B::kQueuedOps; }
     void copy_block(KvStore& kv, int32_t src, int32_t dst) const override;
     void read_block(const KvStore& kv, int32_t block, std::span<std::byte> out) const override;
     void write_block(KvStore& kv, int32_t block, std::span<const std::byte> in) const override;
@@ -53,6 +56,8 @@ public:
 private:
     void forward_step(KvStore& kv, StepWorkspace& ws, const BatchDesc& batch, float* logits, int32_t* ids,
                       const SampleRows* sampling = nullptr) const;
+    // The decoder workspace behind `ws`, or INLAY_ERR_INTERNAL for another executor's.
+    [[nodiscard]] typename Decoder<B>::Workspace& workspace_of(StepWorkspace& ws) const;
 
     std::unique_ptr<B> backend_;
     std::unique_ptr<Decoder<B>> decoder_;

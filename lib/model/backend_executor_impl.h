@@ -190,15 +190,36 @@ void BackendExecutor<B>::step_sample(KvStore& kv, StepWorkspace& ws, const Batch
 }
 
 template <Backend B>
-void BackendExecutor<B>::forward_step(KvStore& kv, StepWorkspace& ws, const BatchDesc& batch, float* logits,
-                                      int32_t* ids, const SampleRows* sampling) const {
+void BackendExecutor<B>::launch_step(KvStore& kv, StepWorkspace& ws, const BatchDesc& batch,
+                                     const SampleRows* rows) const {
     auto& store = detail::store_of<detail::BackendKvStore<B>>(kv, device_);
+    auto& work = workspace_of(ws);
+    auto lock = serial_lock();
+    detail::forward_retrying([&] { decoder_->launch(batch, store.storage_, work, rows); });
+}
+
+template <Backend B>
+void BackendExecutor<B>::finish_step(StepWorkspace& ws, int64_t n_logit_rows, int32_t* ids) const {
+    // Waits for the workspace's own ids only: nothing is queued, so no lock.
+    decoder_->read_ids(workspace_of(ws), n_logit_rows, ids);
+}
+
+template <Backend B>
+typename Decoder<B>::Workspace& BackendExecutor<B>::workspace_of(StepWorkspace& ws) const {
     auto* work = dynamic_cast<detail::BackendWorkspace<B>*>(&ws);
     if (!work || work->owner_ != decoder_.get())
         fail(INLAY_ERR_INTERNAL, "a workspace of another executor given to the executor of '{}'", device_);
+    return work->ws_;
+}
+
+template <Backend B>
+void BackendExecutor<B>::forward_step(KvStore& kv, StepWorkspace& ws, const BatchDesc& batch, float* logits,
+                                      int32_t* ids, const SampleRows* sampling) const {
+    auto& store = detail::store_of<detail::BackendKvStore<B>>(kv, device_);
+    auto& work = workspace_of(ws);
     auto lock = serial_lock();
     detail::forward_retrying([&] {  // forward validates the batch once
-        decoder_->forward(batch, store.storage_, work->ws_, logits, ids, sampling);
+        decoder_->forward(batch, store.storage_, work, logits, ids, sampling);
     });
 }
 

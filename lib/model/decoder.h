@@ -41,6 +41,9 @@ public:
         Buffer x, y, xn, q, k, v, attn, ffn, rows, logits;  // x: the residual stream; y: a block's output
         typename B::Batch batch;
         typename B::Scratch scratch;
+        // Logit rows of the latest ids in the scratch (the step before's, which a batch's
+        // fed tokens may take); 0 after a step that chose no ids.
+        int64_t latest_id_rows = 0;
     };
 
     // Validates every tensor's presence, type and shape against `spec` (errors name the
@@ -63,8 +66,20 @@ public:
     // block ids, positions and sizes (INLAY_ERR_INTERNAL).
     void forward(const BatchDesc& batch, typename B::KvStorage& kv, Workspace& ws, float* logits_out,
                  int32_t* ids_out = nullptr, const SampleRows* sampling = nullptr) const;
+    // The same pass choosing ids (argmax, or drawn with `sampling`), queued without
+    // waiting: its ids stay in the workspace until read_ids. A batch's fed tokens take the
+    // ids of the pass run just before on `ws`. Up to kMaxUnreadIds passes may be unread.
+    void launch(const BatchDesc& batch, typename B::KvStorage& kv, Workspace& ws,
+                const SampleRows* sampling = nullptr) const;
+    // Waits for the oldest unread pass of `ws` and writes its n_rows ids.
+    void read_ids(Workspace& ws, int64_t n_rows, int32_t* ids) const { backend_.read_ids(ws.scratch, n_rows, ids); }
 
 private:
+    // The pass up to its outputs: the logits stay in ws.logits, or with want_ids each row's
+    // id is chosen (not read).
+    void run(const BatchDesc& batch, typename B::KvStorage& kv, Workspace& ws, bool want_ids,
+             const SampleRows* sampling) const;
+
     B& backend_;
     DecoderSpec spec_;
     Weight token_embd_, output_norm_, output_;

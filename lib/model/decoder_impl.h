@@ -122,21 +122,43 @@ typename Decoder<B>::Workspace Decoder<B>::make_workspace(int64_t max_tokens, in
 template <Backend B>
 void Decoder<B>::forward(const BatchDesc& batch, typename B::KvStorage& kv, Workspace& ws, float* logits_out,
                          int32_t* ids_out, const SampleRows* sampling) const {
+    if (batch.n_tokens() == 0) return;
+    run(batch, kv, ws, ids_out != nullptr, sampling);
+    const int64_t n_rows = batch.n_logit_rows();
+    if (n_rows == 0) return;
+    if (ids_out) backend_.read_ids(ws.scratch, n_rows, ids_out);
+    if (logits_out) backend_.read(ws.logits, 0, n_rows * spec_.n_vocab, logits_out);
+}
+
+template <Backend B>
+void Decoder<B>::launch(const BatchDesc& batch, typename B::KvStorage& kv, Workspace& ws,
+                        const SampleRows* sampling) const {
+    if (batch.n_tokens() == 0) fail(INLAY_ERR_INTERNAL, "launch: an empty batch");
+    if (batch.n_logit_rows() == 0) fail(INLAY_ERR_INTERNAL, "launch: a pass that chooses no ids");
+    run(batch, kv, ws, true, sampling);
+}
+
+template <Backend B>
+void Decoder<B>::run(const BatchDesc& batch, typename B::KvStorage& kv, Workspace& ws, bool want_ids,
+                     const SampleRows* sampling) const {
     const DecoderSpec& s = spec_;
     const int64_t n = batch.n_tokens();
     const int64_t n_rows = batch.n_logit_rows();
-    if (n == 0) return;
     B& b = backend_;
     const KvGeometry& g = kv.geometry();
     if (g != kv_geometry(g.block_size, g.dtype)) fail(INLAY_ERR_INTERNAL, "forward: KV storage of another model");
-    b.prepare_batch(batch, BatchLimits{s.n_vocab, g.block_size, kv.n_blocks(), ws.capacity, ws.logit_capacity},
+    b.prepare_batch(batch,
+                    BatchLimits{s.n_vocab, g.block_size, kv.n_blocks(), ws.capacity, ws.logit_capacity,
+                                ws.latest_id_rows},
                     ws.batch);
+    const bool fed = batch.has_fed_tokens();
     const RopeParams rope{s.rope_style, s.n_rot, s.rope_freq_base, s.rope_freq_scale};
     const Weight* freq_factors = rope_freq_factors_ ? &*rope_freq_factors_ : nullptr;
     const float attn_scale = s.attention_scale();
 
     // The step's ops, up to the logits; the outputs are read after them.
     auto ops = [&] {
+        if (fed) b.feed_tokens(ws.batch, ws.scratch);
         b.embed(token_embd_, ws.batch, ws.x);
         b.rms_norm(ws.x, layers_[0].attn_norm, s.rms_eps, n, s.n_embd, ws.xn);
         for (int64_t l = 0; l < s.n_layers; ++l) {
@@ -163,25 +185,35 @@ void Decoder<B>::forward(const BatchDesc& batch, typename B::KvStorage& kv, Work
         b.rms_norm(ws.xn, output_norm_, s.rms_eps, n_rows, s.n_embd, ws.rows);
         b.matmul(output_, ws.rows, n_rows, ws.logits, ws.scratch);
     };
-    if constexpr (StepGraphBackend<B>) {
-        // Recorded and launched as one graph where the backend can (CUDA graphs).
-        const bool replay = b.graph_begin(ws.batch, kv, ws.scratch);  // true: launched as last recorded
-        try {
-            if (!replay) ops();
-            b.graph_end(ws.batch);
-        } catch (...) {
-            // A recording still open is discarded; one the device invalidated makes the step
-            // one to retry (graph_end's own StepRetry passes through as it is).
-            if (b.graph_abort(ws.batch)) throw StepRetry("a step's ops could not be recorded");
-            throw;
+    try {
+        if constexpr (StepGraphBackend<B>) {
+            // Recorded and launched as one graph where the backend can (CUDA graphs).
+            const bool replay = b.graph_begin(ws.batch, kv, ws.scratch);  // true: launched as last recorded
+            try {
+                if (!replay) ops();
+                b.graph_end(ws.batch);
+            } catch (...) {
+                // A recording still open is discarded; one the device invalidated makes the step
+                // one to retry (graph_end's own StepRetry passes through as it is).
+                if (b.graph_abort(ws.batch)) throw StepRetry("a step's ops could not be recorded");
+                throw;
+            }
+        } else {
+            ops();
         }
-    } else {
-        ops();
+    } catch (const StepRetry&) {
+        throw;  // nothing ran: the same pass is made again, fed from the same ids
+    } catch (...) {
+        ws.latest_id_rows = 0;
+        throw;
     }
-    if (n_rows == 0) return;
-    if (ids_out && sampling) b.sample_rows(ws.logits, n_rows, s.n_vocab, *sampling, ws.scratch, ids_out);
-    else if (ids_out) b.argmax_rows(ws.logits, n_rows, s.n_vocab, ws.scratch, ids_out);
-    if (logits_out) b.read(ws.logits, 0, n_rows * s.n_vocab, logits_out);
+    // The scratch's ids stop being the ones a next pass may take: this pass's replace
+    // them, and after a pass without ids nothing may feed from older ones.
+    ws.latest_id_rows = 0;
+    if (n_rows == 0 || !want_ids) return;
+    if (sampling) b.sample_rows(ws.logits, n_rows, s.n_vocab, *sampling, ws.scratch);
+    else b.argmax_rows(ws.logits, n_rows, s.n_vocab, ws.scratch);
+    ws.latest_id_rows = n_rows;
 }
 
 }  // namespace inlay

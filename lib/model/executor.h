@@ -103,6 +103,18 @@ public:
     // host made; -1 when a row is all NaN) to ids.
     virtual void step_sample(KvStore& kv, StepWorkspace& ws, const BatchDesc& batch, const SampleRows& rows,
                              int32_t* ids) const = 0;
+    // Pipelined steps, for a caller that plans step N+1 while step N runs. launch_step
+    // queues the same pass as step_argmax (rows null) or step_sample and returns without
+    // waiting for its ids; finish_step waits for the oldest launched step of `ws` not yet
+    // finished and writes its n_logit_rows ids. Up to two launched steps of a workspace
+    // may be unfinished. A batch's fed tokens (BatchDesc::fed_rows) are the ids of the
+    // step launched or run just before on `ws`, which the host need not have read: a
+    // decoding sequence's next token goes in without a round trip through the host.
+    virtual void launch_step(KvStore& kv, StepWorkspace& ws, const BatchDesc& batch, const SampleRows* rows) const = 0;
+    virtual void finish_step(StepWorkspace& ws, int64_t n_logit_rows, int32_t* ids) const = 0;
+    // Whether launch_step returns before the device has done the pass (a GPU's stream), so
+    // that planning the next step meanwhile gains time; false: it returns when done.
+    [[nodiscard]] virtual bool queues_steps() const = 0;
     // Whole blocks, in the canonical layout [layer][k|v][kv_head][slot][head_dim]. They
     // may run concurrently with step() on blocks that step does not write.
     virtual void copy_block(KvStore& kv, int32_t src, int32_t dst) const = 0;

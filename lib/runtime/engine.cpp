@@ -2,6 +2,7 @@
 // requests (submit/cancel/finish), caps and metrics. The scheduler thread's loop lives
 // in scheduler.cpp.
 #include "runtime/engine.h"
+#include "runtime/engine_entry.h"  // QueuedStep holds entries
 
 #include <algorithm>
 #include <cstring>
@@ -50,6 +51,7 @@ Engine::Engine(std::shared_ptr<const Model> model, std::shared_ptr<KvBlockPool> 
              "does not match the model's", g.n_layers, g.n_kv_heads, g.head_dim, g.block_size);
     block_size_ = g.block_size;
     workspace_ = ex.new_workspace(options_.step_tokens, options_.max_logit_rows);
+    pipelining_ = resolve_pipelining(options_.pipelining, ex.queues_steps());
     step_logits_ = ZeroedArray<float>(static_cast<size_t>(options_.max_logit_rows * model_->spec().n_vocab));
     step_ids_.assign(static_cast<size_t>(options_.max_logit_rows), -1);
     pressure_ = std::make_shared<Pressure>();

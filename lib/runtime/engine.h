@@ -33,6 +33,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -59,7 +60,23 @@ struct EngineOptions {
     // (Sampler::device_samplable): only token ids come back. Off: logits come back and
     // the host samples (the same tokens: the tests compare both).
     bool sample_on_device = true;
+    // Pipelined steps: while step N runs on the device, step N+1 is planned and queued
+    // behind it, its decode tokens fed from step N's ids on the device, so the device
+    // does not wait for the host between steps. It applies to steps whose every sequence
+    // decodes with a token chosen where the logits are (greedy, or sampled without
+    // penalties) and not speculating, with nothing waiting to be admitted; a request that
+    // stops at step N had step N+1 computed for nothing. automatic: where the executor
+    // queues steps (Executor::queues_steps: a GPU); always: also on the CPU, where it
+    // gains nothing (tests use it to check the same tokens come out); never: off.
+    // automatic follows the environment variable INLAY_PIPELINING (always, never, auto)
+    // when it is set.
+    enum class Pipelining { automatic, always, never };
+    Pipelining pipelining = Pipelining::automatic;
 };
+
+// Whether an engine with `choice` pipelines on an executor that does or does not queue
+// its steps (reads INLAY_PIPELINING for automatic).
+[[nodiscard]] bool resolve_pipelining(EngineOptions::Pipelining choice, bool executor_queues);
 
 // Counters since the engine started, and the state now.
 struct EngineMetrics {
@@ -78,6 +95,7 @@ struct EngineMetrics {
     int64_t steps = 0;
     int64_t argmax_steps = 0;         // steps whose rows were all plain greedy: ids came back, not logits
     int64_t sampled_steps = 0;        // steps sampled where the logits are (sample_rows): ids came back
+    int64_t pipelined_steps = 0;      // steps planned and queued while the step before was running
     double step_seconds_total = 0.0;  // forward passes, sampling included
     double step_seconds_max = 0.0;
     double step_seconds_last = 0.0;
@@ -149,6 +167,17 @@ public:
 private:
     struct Entry;  // one sequence's part of a step
     struct Pressure;
+    // A step queued on the executor (pipelined) and not yet applied: its plan and what
+    // apply_locked needs of it.
+    struct QueuedStep {
+        std::vector<Entry> plan;
+        bool active = false;
+        int output = 0;  // StepOutput
+        int64_t n_rows = 0;  // its logit rows (one id each)
+        inlay_status status = INLAY_OK;
+        std::string error;
+        std::chrono::steady_clock::time_point launched{};
+    };
 
     void scheduler_loop();
     bool has_work_locked() const;
@@ -156,6 +185,8 @@ private:
     void admit_locked();
     void plan_locked(std::vector<Entry>& plan, std::unique_lock<std::mutex>& lock);
     bool reserve_locked(Request& req, int64_t n, std::vector<Entry>& plan, std::unique_lock<std::mutex>& lock);
+    // The step's batch (step_batch_) from its plan; sets each entry's first logit row.
+    void build_batch(std::vector<Entry>& plan);
     void run_step(std::vector<Entry>& plan);
     // Chooses the step's output (StepOutput) and, to sample on the device, describes every
     // logit row and draws the rows' random numbers.
@@ -164,6 +195,21 @@ private:
     // generate request's input, with room for a token.
     [[nodiscard]] static bool samples_token(const Entry& e);
     void apply_locked(std::vector<Entry>& plan);
+
+    // Pipelined steps (pipeline.cpp).
+    [[nodiscard]] bool pipelining() const;
+    // Whether the entry's sequence could go on decoding in pipelined steps from here.
+    [[nodiscard]] bool pipelinable(const Entry& e) const;
+    // The step after queued_.plan, planned while it runs: every entry's next decode token,
+    // fed from its row; false (nothing planned or reserved) when anything calls for a
+    // normal step first (admissions, cancels, a stop ahead, a pause, too few free blocks).
+    bool plan_successor_locked(std::vector<Entry>& next);
+    // Queues `plan` on the executor (no lock): queued_ takes it.
+    void launch_queued(std::vector<Entry>& plan, QueuedStep& step);
+    // Waits for a queued step's ids (no lock), then applies it (lock held).
+    void finish_queued(QueuedStep& step, std::unique_lock<std::mutex>& lock);
+    // One turn of the scheduler while a step is queued.
+    void pipeline_turn(std::unique_lock<std::mutex>& lock);
     void end_locked(Request& req, StopReason reason, inlay_status status, std::string error);
     // The message of a failed sampling step; it names the model when its logits are at fault.
     [[nodiscard]] std::string sampling_failure(const Error& err) const;
@@ -228,6 +274,9 @@ private:
     inlay_status step_status_ = INLAY_OK;       // outcome of the last forward pass (scheduler thread)
     std::string step_error_;
     double step_seconds_ = 0.0;
+    bool pipelining_ = false;                    // resolve_pipelining, once
+    QueuedStep queued_;                          // scheduler thread: the step on the device, if any
+    std::chrono::steady_clock::time_point last_finish_{};  // scheduler thread: when the last step's ids came
     std::shared_ptr<Pressure> pressure_;
     StepCostModel step_cost_;                   // scheduler thread: the target's passes
     int64_t spec_tokens_planned_ = 0;           // scheduler thread: proposals in this step's plan

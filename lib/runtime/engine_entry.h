@@ -21,6 +21,11 @@ struct Engine::Entry {
     int32_t k_max = 0;
     int64_t draft_catchup = 0;
     bool device_sampled = false;  // the step's sample_rows drew this entry's token
+    // Pipelined steps: this entry's token is the id of row fed_row of the step before
+    // (-1: a token the host knows), and `followed`: a step launched after this one
+    // already decodes the token this entry samples (its blocks are reserved).
+    int64_t fed_row = -1;
+    bool followed = false;
     [[nodiscard]] bool drafts() const { return k_max > 0 || draft_catchup > 0; }
 };
 

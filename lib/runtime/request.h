@@ -75,6 +75,7 @@ private:
     uint64_t arrival_ = 0;         // submit order: larger is younger
     int64_t prompt_end_ = 0;       // sequence length after the input was appended
     bool admitted_ = false;
+    bool done_ = false;            // ended (end_locked): a pipelined step's entry for it is dropped
     bool counted_prefill_ = false;
     int64_t reuse_pending_ = 0;    // prefix-cache tokens found while still waiting
     std::unique_ptr<Sampler> sampler_;

@@ -38,6 +38,10 @@ void Engine::scheduler_loop() {
     std::vector<Entry> plan;
     std::unique_lock lock(mutex_);
     while (!stop_) {
+        if (queued_.active) {  // a pipelined step runs: plan the next, then apply it
+            pipeline_turn(lock);
+            continue;
+        }
         const uint64_t seen = events_;
         if (cap_changed_.exchange(false, std::memory_order_acq_rel)) enforce_cap_locked();
         reap_cancelled_locked();
@@ -50,10 +54,26 @@ void Engine::scheduler_loop() {
             wake_.wait_for(lock, std::chrono::milliseconds(200), [&] { return stop_ || events_ != seen; });
             continue;
         }
+        if (pipelining() && std::all_of(plan.begin(), plan.end(), [&](const Entry& e) { return pipelinable(e); })) {
+            lock.unlock();
+            launch_queued(plan, queued_);  // applied by the next turns, after its successor is queued
+            lock.lock();
+            continue;
+        }
         lock.unlock();
         run_step(plan);
         lock.lock();
         apply_locked(plan);
+    }
+    if (queued_.active) {  // stopping: the device's last step is waited for, not applied
+        lock.unlock();
+        std::vector<int32_t> ids(static_cast<size_t>(options_.max_logit_rows));
+        try {
+            if (queued_.status == INLAY_OK)
+                model_->executor().finish_step(*workspace_, queued_.n_rows, ids.data());
+        } catch (const std::exception&) {
+        }
+        queued_ = QueuedStep{};
     }
 }
 
@@ -304,7 +324,8 @@ void Engine::register_full_blocks(Sequence& seq, int64_t from_tokens) {
 bool Engine::samples_token(const Entry& e) {
     const Request& req = *e.req;
     const Sequence& seq = *req.seq_;
-    const auto n_tokens = static_cast<int64_t>(seq.tokens_.size());
+    // A fed token is the sequence's last, though the host may not have it yet (pipelined).
+    const int64_t n_tokens = e.fed_row >= 0 ? e.start + e.n : static_cast<int64_t>(seq.tokens_.size());
     return req.kind == Request::Kind::generate && req.drafts_.empty() && req.sampler_ && e.n_rows > 0 &&
            e.start + e.n == n_tokens && req.max_tokens != 0 && n_tokens < seq.context_length_;
 }
@@ -352,16 +373,18 @@ void Engine::plan_step_output(std::vector<Entry>& plan) {
     step_output_ = StepOutput::sampled;
 }
 
-void Engine::run_step(std::vector<Entry>& plan) {
-    // Built without the lock: the planned sequences belong to this thread until apply.
-    const auto t_draft = Clock::now();
-    draft_step(plan);
-    const double draft_seconds = std::chrono::duration<double>(Clock::now() - t_draft).count();
+void Engine::build_batch(std::vector<Entry>& plan) {
     BatchBuilder& batch = step_batch_;
     batch.clear();
     for (Entry& e : plan) {
         Request& req = *e.req;
         const Sequence& seq = *req.seq_;
+        if (e.fed_row >= 0) {  // a pipelined decode token: the step before chose it on the device
+            const int32_t s = batch.add_sequence(seq.blocks_, e.start + 1);
+            e.row = batch.n_logit_rows();
+            batch.add_fed_token(static_cast<int32_t>(e.fed_row), static_cast<int32_t>(e.start), s, true);
+            continue;
+        }
         std::span<const int32_t> tokens =
             std::span<const int32_t>(seq.tokens_).subspan(static_cast<size_t>(e.start), static_cast<size_t>(e.n));
         if (!req.drafts_.empty()) {
@@ -376,6 +399,15 @@ void Engine::run_step(std::vector<Entry>& plan) {
         if (e.n_rows > 0) e.row = batch.n_logit_rows();
         batch.add_tokens(s, tokens, e.start, e.n_rows);
     }
+}
+
+void Engine::run_step(std::vector<Entry>& plan) {
+    // Built without the lock: the planned sequences belong to this thread until apply.
+    const auto t_draft = Clock::now();
+    draft_step(plan);
+    const double draft_seconds = std::chrono::duration<double>(Clock::now() - t_draft).count();
+    build_batch(plan);
+    const BatchBuilder& batch = step_batch_;
     plan_step_output(plan);
     const auto t0 = Clock::now();
     step_status_ = INLAY_OK;
@@ -410,6 +442,7 @@ void Engine::apply_locked(std::vector<Entry>& plan) {
     const int64_t n_vocab = model_->spec().n_vocab;
     for (Entry& e : plan) {
         Request& req = *e.req;
+        if (req.done_) continue;  // ended by the step before (pipelined): this step computed it for nothing
         Sequence& seq = *req.seq_;
         if (step_status_ != INLAY_OK) {
             release_from(seq, seq.n_cached_);
@@ -425,7 +458,8 @@ void Engine::apply_locked(std::vector<Entry>& plan) {
             continue;
         }
         seq.n_cached_ = e.start + e.n;
-        release_from(seq, seq.n_cached_);  // blocks reserved for proposals that did not come
+        // Blocks reserved for proposals that did not come; a queued successor's stay.
+        if (!e.followed) release_from(seq, seq.n_cached_);
         register_full_blocks(seq, e.start);
         if (e.drafts()) trim_draft(seq, static_cast<int64_t>(seq.tokens_.size()));
         const auto n_tokens = static_cast<int64_t>(seq.tokens_.size());
@@ -525,6 +559,7 @@ std::string Engine::sampling_failure(const Error& err) const {
 }
 
 void Engine::end_locked(Request& req, StopReason reason, inlay_status status, std::string error) {
+    req.done_ = true;
     req.reason = reason;
     req.status = status;
     req.error = std::move(error);

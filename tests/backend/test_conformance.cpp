@@ -428,7 +428,8 @@ TEMPLATE_TEST_CASE("argmax_rows: the first of the largest, NaN never, -1 for a r
     at(4, 5) = inf;  // row 4: +inf
     auto xb = upload(*b, x);
     std::vector<int32_t> ids(static_cast<size_t>(n_rows), -7);
-    b->argmax_rows(xb, n_rows, n_cols, scratch, ids.data());
+    b->argmax_rows(xb, n_rows, n_cols, scratch);
+    b->read_ids(scratch, n_rows, ids.data());
     REQUIRE(ids[0] == 1234);
     REQUIRE(ids[1] == 77);
     REQUIRE(ids[2] == -1);
@@ -437,7 +438,67 @@ TEMPLATE_TEST_CASE("argmax_rows: the first of the largest, NaN never, -1 for a r
     // Row 5, random: the plain scan.
     const float* row = x.data() + 5 * n_cols;
     REQUIRE(ids[5] == static_cast<int32_t>(std::max_element(row, row + n_cols) - row));
-    REQUIRE(status_of([&] { b->argmax_rows(xb, n_rows + 1, n_cols, scratch, ids.data()); }) == INLAY_ERR_INTERNAL);
+    REQUIRE(status_of([&] { b->argmax_rows(xb, n_rows + 1, n_cols, scratch); }) == INLAY_ERR_INTERNAL);
+}
+
+// Pipelined steps: the ids of two passes may wait unread (read oldest first), and a
+// batch's fed tokens take the latest ids on the device before the embedding reads them.
+TEMPLATE_TEST_CASE("ids wait in a ring of two; fed tokens take the latest ids", "[backend][pipeline]",
+                   INLAY_TEST_BACKENDS) {
+    auto b = BackendFactory<TestType>::make();
+    const int64_t n_cols = 10;
+    auto scratch = b->alloc_scratch(ScratchShape{4, 16, 16, 1, 16});
+    auto logits_with = [&](std::vector<int32_t> best) {  // rows whose argmax is best[r] (-1: all NaN)
+        std::vector<float> x(best.size() * static_cast<size_t>(n_cols), 0.0f);
+        for (size_t r = 0; r < best.size(); ++r) {
+            if (best[r] < 0) std::fill_n(x.begin() + static_cast<std::ptrdiff_t>(r * n_cols), n_cols, NAN);
+            else x[r * static_cast<size_t>(n_cols) + static_cast<size_t>(best[r])] = 1.0f;
+        }
+        return upload(*b, x);
+    };
+    auto first = logits_with({7, 2, 5});
+    auto second = logits_with({4, -1});
+    b->argmax_rows(first, 3, n_cols, scratch);
+    b->argmax_rows(second, 2, n_cols, scratch);
+    // A third pass before a read is refused: the ring holds two.
+    REQUIRE(status_of([&] { b->argmax_rows(first, 3, n_cols, scratch); }) == INLAY_ERR_INTERNAL);
+
+    // The latest ids (the second pass's) feed a batch: tokens fed from rows 0 and 1, one given.
+    auto table = make_tensor(DType::F32, 8, n_cols, 3);
+    auto w = b->upload_matrix(table.view);
+    auto kv = b->alloc_kv(KvGeometry{1, 1, 8, 4, DType::F16}, 1);
+    BatchBuilder bb;
+    const int32_t s = bb.add_sequence(std::vector<int32_t>{0}, 3);
+    bb.add_fed_token(1, 0, s, false);
+    bb.add_token(9, 1, s);
+    bb.add_fed_token(0, 2, s, true);
+    typename TestType::Batch batch;
+    const BatchLimits limits{n_cols, 4, 1, 3, 1, 2};
+    b->prepare_batch(bb.desc(), limits, batch);
+    b->feed_tokens(batch, scratch);
+    auto out = b->alloc(3 * 8);
+    b->embed(w, batch, out);
+    const auto got = download(*b, out, 3 * 8);
+    const int32_t want[] = {0, 9, 4};  // row 1 was all NaN (-1): fed as token 0
+    for (size_t t = 0; t < 3; ++t)
+        for (size_t i = 0; i < 8; ++i)
+            REQUIRE(static_cast<double>(got[t * 8 + i]) == table.dequantized[static_cast<size_t>(want[t]) * 8 + i]);
+    // A fed row outside the latest ids' count is refused before anything runs.
+    BatchBuilder far;
+    const int32_t s2 = far.add_sequence(std::vector<int32_t>{0}, 1);
+    far.add_fed_token(2, 0, s2, true);
+    REQUIRE(status_of([&] { b->prepare_batch(far.desc(), limits, batch); }) == INLAY_ERR_INTERNAL);
+
+    // Reads come oldest first, each with its own row count.
+    std::vector<int32_t> ids(3, -7);
+    REQUIRE(status_of([&] { b->read_ids(scratch, 2, ids.data()); }) == INLAY_ERR_INTERNAL);  // the oldest has 3
+    b->read_ids(scratch, 3, ids.data());
+    REQUIRE(ids == std::vector<int32_t>{7, 2, 5});
+    ids.assign(3, -7);
+    b->read_ids(scratch, 2, ids.data());
+    REQUIRE(ids[0] == 4);
+    REQUIRE(ids[1] == -1);
+    REQUIRE(status_of([&] { b->read_ids(scratch, 3, ids.data()); }) == INLAY_ERR_INTERNAL);  // nothing waits
 }
 
 // sample_rows against the Sampler itself: each row's sampler describes its next sample()
@@ -499,7 +560,8 @@ TEMPLATE_TEST_CASE("sample_rows draws the Sampler's tokens from the Sampler's dr
             }
             auto xb = upload(*b, x);
             std::vector<int32_t> ids(static_cast<size_t>(n_rows), -7);
-            b->sample_rows(xb, n_rows, n_cols, SampleRows{rows, penalties}, scratch, ids.data());
+            b->sample_rows(xb, n_rows, n_cols, SampleRows{rows, penalties}, scratch);
+            b->read_ids(scratch, n_rows, ids.data());
             const std::vector<float> after = download(*b, xb, n_rows * n_cols);
             for (int64_t r = 0; r < n_rows; ++r) {
                 const auto rs = static_cast<size_t>(r);
@@ -542,11 +604,14 @@ TEMPLATE_TEST_CASE("sample_rows refuses descriptions it cannot follow", "[backen
     ok.u = 0.5;
     auto status = [&](std::vector<RowSampling> rows, std::vector<PenaltyEntry> pens = {}) {
         const auto n = static_cast<int64_t>(rows.size());
-        return status_of([&] { b->sample_rows(xb, n, n_cols, SampleRows{rows, pens}, scratch, ids.data()); });
+        return status_of([&] {
+            b->sample_rows(xb, n, n_cols, SampleRows{rows, pens}, scratch);
+            b->read_ids(scratch, n, ids.data());
+        });
     };
     REQUIRE(status({ok, ok}) == INLAY_OK);
     REQUIRE(status_of([&] {
-                b->sample_rows(xb, n_rows, n_cols, SampleRows{std::vector<RowSampling>{ok}, {}}, scratch, ids.data());
+                b->sample_rows(xb, n_rows, n_cols, SampleRows{std::vector<RowSampling>{ok}, {}}, scratch);
             }) == INLAY_ERR_INTERNAL);  // a row without a description
     RowSampling bad = ok;
     bad.top_k = 0;  // top_k off stays with the host sampler

@@ -115,6 +115,7 @@ TEST_CASE("no kernel spills registers on any architecture (ptxas report of the b
                                                  {"rms_norm.cu", 2},
                                                  {"swiglu.cu", 2},
                                                  {"add.cu", 1},
+                                                 {"feed_tokens.cu", 1},
                                                  {"qk_norm_rope_kv_append.cu", 1}};
     const std::vector<std::string> sources = split(INLAY_DEVICE_SOURCES, '|');
     REQUIRE(sources.size() == expected.size());

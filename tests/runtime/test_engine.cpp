@@ -619,3 +619,75 @@ TEST_CASE("sampling on the device gives the host sampler's tokens", "[engine][sa
         }
     }
 }
+
+TEST_CASE("pipelined steps give the tokens and stops of plain steps", "[engine][pipeline]") {
+    // Seeded sampling at a high temperature draws the end of generation now and then:
+    // those sessions stop while the step after it is already queued (computed for
+    // nothing); others stop at max_tokens, and greedy sessions decode beside them.
+    TinyLlamaOptions o;
+    const auto model = tiny_model(o, "pipeline");
+    const auto n_vocab = static_cast<int32_t>(o.n_vocab);
+    std::vector<std::vector<int32_t>> prompts;
+    for (int i = 0; i < 8; ++i) prompts.push_back(prompt_of(i, 4 + i, n_vocab));
+    auto opts_for = [](int i) {
+        GenerateOptions g;
+        g.max_tokens = i % 4 == 3 ? 30 + i : 200;
+        g.sampling.temperature = i % 4 == 0 ? 0.0f : 1.5f;
+        g.sampling.top_k = 64;
+        g.sampling.seed = 900 + static_cast<uint64_t>(i);
+        return g;
+    };
+    auto run = [&](EngineOptions::Pipelining mode) {
+        KvPoolOptions po;
+        po.budget_blocks = 512;
+        po.block_size = 16;
+        EngineOptions eo;
+        eo.pipelining = mode;
+        auto engine = std::make_shared<Engine>(model, make_kv_pool(model->executor(), po), eo);
+        std::vector<GenerateResult> out(8);
+        std::vector<std::thread> threads;
+        for (int i = 0; i < 8; ++i)
+            threads.emplace_back([&, i] {
+                Session s(engine, 0);
+                out[static_cast<size_t>(i)] = s.generate(prompts[static_cast<size_t>(i)], opts_for(i));
+            });
+        for (auto& t : threads) t.join();
+        return std::make_pair(out, engine->metrics());
+    };
+    const auto [plain, plain_metrics] = run(EngineOptions::Pipelining::never);
+    const auto [piped, piped_metrics] = run(EngineOptions::Pipelining::always);
+    REQUIRE(plain_metrics.pipelined_steps == 0);
+    INFO(piped_metrics.pipelined_steps << " of " << piped_metrics.steps << " steps pipelined");
+    REQUIRE(piped_metrics.pipelined_steps > piped_metrics.steps / 2);
+    int eog = 0;
+    for (size_t i = 0; i < plain.size(); ++i) {
+        INFO("session " << i);
+        REQUIRE(piped[i].status == INLAY_OK);
+        REQUIRE(piped[i].stop_reason == plain[i].stop_reason);
+        if (model->executor().contract().batch_invariant) REQUIRE(piped[i].tokens == plain[i].tokens);
+        if (plain[i].stop_reason == StopReason::end_of_generation) ++eog;
+    }
+    REQUIRE(eog >= 2);  // the case the pipeline must undo happened
+    // The pool is whole again: no block of a step computed for nothing was kept.
+    REQUIRE(piped_metrics.blocks_held == 0);
+}
+
+TEST_CASE("penalties, speculation and teacher forcing keep plain steps", "[engine][pipeline]") {
+    TinyLlamaOptions o;
+    const auto model = tiny_model(o, "pipeline-plain");
+    const auto n_vocab = static_cast<int32_t>(o.n_vocab);
+    KvPoolOptions po;
+    po.budget_blocks = 256;
+    po.block_size = 16;
+    EngineOptions eo;
+    eo.pipelining = EngineOptions::Pipelining::always;
+    auto engine = std::make_shared<Engine>(model, make_kv_pool(model->executor(), po), eo);
+    Session s(engine, 0);
+    GenerateOptions g = greedy(12);
+    g.sampling.repeat_penalty = 1.3f;  // the next row's penalties need the token before it
+    (void)s.generate(prompt_of(1, 6, n_vocab), g);
+    (void)s.eval_logits(prompt_of(2, 5, n_vocab));
+    REQUIRE(engine->metrics().pipelined_steps == 0);
+    (void)s.generate(prompt_of(3, 6, n_vocab), greedy(12));  // plain greedy: pipelined
+    REQUIRE(engine->metrics().pipelined_steps > 0);
+}

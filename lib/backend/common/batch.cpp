@@ -12,6 +12,8 @@ void BatchBuilder::clear() {
     kv_indices_.clear();
     kv_len_.clear();
     logit_rows_.clear();
+    fed_rows_.clear();
+    fed_ = false;
 }
 
 int32_t BatchBuilder::add_sequence(std::span<const int32_t> block_table, int64_t kv_len) {
@@ -26,6 +28,14 @@ void BatchBuilder::add_token(int32_t token, int32_t position, int32_t seq, bool 
     tokens_.push_back(token);
     positions_.push_back(position);
     seq_of_token_.push_back(seq);
+    if (fed_) fed_rows_.push_back(-1);
+}
+
+void BatchBuilder::add_fed_token(int32_t prev_row, int32_t position, int32_t seq, bool want_logits) {
+    if (!fed_) fed_rows_.assign(tokens_.size(), -1);
+    fed_ = true;
+    add_token(0, position, seq, want_logits);  // a valid placeholder id; the device writes the real one
+    fed_rows_.back() = prev_row;
 }
 
 void BatchBuilder::add_tokens(int32_t seq, std::span<const int32_t> tokens, int64_t first_position,
@@ -36,7 +46,7 @@ void BatchBuilder::add_tokens(int32_t seq, std::span<const int32_t> tokens, int6
 }
 
 BatchDesc BatchBuilder::desc() const {
-    return BatchDesc{tokens_, positions_, seq_of_token_, kv_indptr_, kv_indices_, kv_len_, logit_rows_};
+    return BatchDesc{tokens_, positions_, seq_of_token_, kv_indptr_, kv_indices_, kv_len_, logit_rows_, fed_rows_};
 }
 
 void validate_batch(const BatchDesc& b, const BatchLimits& lim) {
@@ -76,6 +86,14 @@ void validate_batch(const BatchDesc& b, const BatchLimits& lim) {
     for (size_t r = 0; r < b.logit_rows.size(); ++r)
         if (b.logit_rows[r] < 0 || b.logit_rows[r] >= n || (r > 0 && b.logit_rows[r] <= b.logit_rows[r - 1]))
             fail(INLAY_ERR_INTERNAL, "batch: logit rows must be ascending indices into the {} tokens", n);
+    if (!b.fed_rows.empty()) {
+        if (static_cast<int64_t>(b.fed_rows.size()) != n)
+            fail(INLAY_ERR_INTERNAL, "batch: {} fed-row entries for {} tokens", b.fed_rows.size(), n);
+        for (const int32_t r : b.fed_rows)
+            if (r < -1 || r >= lim.fed_rows)
+                fail(INLAY_ERR_INTERNAL, "batch: a token fed from row {} of a previous step with {} id rows", r,
+                     lim.fed_rows);
+    }
 }
 
 }  // namespace inlay

@@ -98,6 +98,7 @@ CpuBackend::Scratch CpuBackend::alloc_scratch(const ScratchShape& shape) {
         if (const auto r = row_bytes(t, padded)) row = std::max(row, *r);
     s.converted = ZeroedArray<std::byte>(row * static_cast<size_t>(shape.max_tokens));
     s.up = alloc(shape.max_tokens * shape.n_ff);
+    for (auto& ids : s.ids) ids.resize(static_cast<size_t>(std::max<int64_t>(shape.max_tokens, 1)));
     if (shape.head_dim > 0 && shape.n_heads > 0) {
         s.attn_slots = kAttnSlotsPerThread * pool_.size();
         s.attn_head_dim = shape.head_dim;
@@ -116,6 +117,7 @@ void CpuBackend::prepare_batch(const BatchDesc& desc, const BatchLimits& limits,
     copy(desc.kv_indptr, batch.kv_indptr);
     copy(desc.kv_indices, batch.kv_indices);
     copy(desc.logit_rows, batch.logit_rows);
+    copy(desc.fed_rows, batch.fed_rows);
     batch.block_size = limits.block_size;
     batch.n_blocks = limits.n_blocks;
     const auto n = static_cast<size_t>(desc.n_tokens());

@@ -6,6 +6,7 @@
 // values with the same operations in the same order whatever else is in the batch.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <memory>
 #include <span>
@@ -74,6 +75,7 @@ public:
     // slot (block id and slot) resolved once for every layer's KV append.
     struct Batch {
         std::vector<int32_t> tokens, positions, seq_of_token, kv_indptr, kv_indices, logit_rows;
+        std::vector<int32_t> fed_rows;                // empty, or per token (BatchDesc::fed_rows)
         std::vector<int32_t> slot_block, slot_index;  // per token
         int64_t block_size = 0;
         int64_t n_blocks = 0;  // the store's block count it was validated against
@@ -97,6 +99,12 @@ public:
         int64_t attn_slots = 0;
         int64_t attn_head_dim = 0;
         SampleChain chain;  // sample_rows' candidates
+        // argmax_rows / sample_rows ids: a ring of kMaxUnreadIds rows' ids; the slot last
+        // written holds the latest ids (feed_tokens), the `unread` before it wait for read_ids.
+        std::array<std::vector<int32_t>, kMaxUnreadIds> ids;
+        std::array<int64_t, kMaxUnreadIds> id_rows{};
+        int next_ids = 0;  // the slot the next ids go to
+        int unread = 0;
     };
 
     // Attention tiles: at most kAttnMaxRows query rows (tokens x heads of one KV group)
@@ -109,6 +117,8 @@ public:
 
     // Forward passes of different workspaces may run at once (the pool serves them in turn).
     static constexpr bool kConcurrentForward = true;
+    // Every op has done its work when it returns.
+    static constexpr bool kQueuedOps = false;
 
     // n_threads <= 0: all cores.
     explicit CpuBackend(int n_threads);
@@ -154,10 +164,11 @@ public:
                    float scale, Buffer& out, Scratch& scratch);
     void add(Buffer& x, const Buffer& y, int64_t n);
     void gather_logit_rows(const Buffer& x, const Batch& batch, int64_t row_length, Buffer& out);
-    void argmax_rows(const Buffer& x, int64_t n_rows, int64_t n_cols, Scratch& scratch, int32_t* ids);
+    void argmax_rows(const Buffer& x, int64_t n_rows, int64_t n_cols, Scratch& scratch);
     // The Sampler's own rule (penalties in place, then argmax or SampleChain with the row's draw).
-    void sample_rows(Buffer& logits, int64_t n_rows, int64_t n_cols, const SampleRows& rows, Scratch& scratch,
-                     int32_t* ids);
+    void sample_rows(Buffer& logits, int64_t n_rows, int64_t n_cols, const SampleRows& rows, Scratch& scratch);
+    void read_ids(Scratch& scratch, int64_t n_rows, int32_t* ids);
+    void feed_tokens(Batch& batch, const Scratch& scratch);
 
     // The pieces the fused ops are made of, public for their tests.
     void rope(Buffer& x, int64_t n_heads, int64_t head_dim, const Batch& batch, const RopeParams& rope,

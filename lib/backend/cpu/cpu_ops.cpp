@@ -201,18 +201,58 @@ void CpuBackend::gather_logit_rows(const Buffer& x, const Batch& batch, int64_t 
     }
 }
 
-void CpuBackend::argmax_rows(const Buffer& x, int64_t n_rows, int64_t n_cols, Scratch&, int32_t* ids) {
+namespace {
+
+// The scratch slot the next ids go to (INLAY_ERR_INTERNAL when kMaxUnreadIds are unread).
+std::span<int32_t> next_ids(CpuBackend::Scratch& scratch, int64_t n_rows, const char* op) {
+    if (scratch.unread == kMaxUnreadIds)
+        fail(INLAY_ERR_INTERNAL, "{}: the ids of {} earlier steps are not read yet", op, kMaxUnreadIds);
+    auto& slot = scratch.ids[static_cast<size_t>(scratch.next_ids)];
+    if (n_rows > static_cast<int64_t>(slot.size()))
+        fail(INLAY_ERR_INTERNAL, "{}: {} rows, the scratch holds {}", op, n_rows, slot.size());
+    return {slot.data(), static_cast<size_t>(n_rows)};
+}
+
+void push_ids(CpuBackend::Scratch& scratch, int64_t n_rows) {
+    scratch.id_rows[static_cast<size_t>(scratch.next_ids)] = n_rows;
+    scratch.next_ids = (scratch.next_ids + 1) % kMaxUnreadIds;
+    ++scratch.unread;
+}
+
+}  // namespace
+
+void CpuBackend::argmax_rows(const Buffer& x, int64_t n_rows, int64_t n_cols, Scratch& scratch) {
     require_shape(n_rows, n_cols, "argmax_rows");
     require_size(x, n_rows * n_cols, "argmax_rows", "x");
+    const std::span<int32_t> ids = next_ids(scratch, n_rows, "argmax_rows");
     for (int64_t r = 0; r < n_rows; ++r)
-        ids[r] = argmax(std::span<const float>(x.ptr() + r * n_cols, static_cast<size_t>(n_cols)));
+        ids[static_cast<size_t>(r)] = argmax(std::span<const float>(x.ptr() + r * n_cols, static_cast<size_t>(n_cols)));
+    push_ids(scratch, n_rows);
+}
+
+void CpuBackend::read_ids(Scratch& scratch, int64_t n_rows, int32_t* ids) {
+    if (scratch.unread == 0) fail(INLAY_ERR_INTERNAL, "read_ids: no ids are waiting");
+    const int oldest = (scratch.next_ids - scratch.unread + kMaxUnreadIds) % kMaxUnreadIds;
+    const int64_t rows = scratch.id_rows[static_cast<size_t>(oldest)];
+    if (rows != n_rows) fail(INLAY_ERR_INTERNAL, "read_ids: {} rows asked, the step had {}", n_rows, rows);
+    --scratch.unread;
+    std::copy_n(scratch.ids[static_cast<size_t>(oldest)].data(), rows, ids);
+}
+
+void CpuBackend::feed_tokens(Batch& batch, const Scratch& scratch) {
+    if (batch.fed_rows.empty()) return;
+    // The latest ids: the slot written last (prepare_batch checked the rows against their count).
+    const auto& latest = scratch.ids[static_cast<size_t>((scratch.next_ids + kMaxUnreadIds - 1) % kMaxUnreadIds)];
+    for (size_t t = 0; t < batch.tokens.size(); ++t)
+        if (const int32_t r = batch.fed_rows[t]; r >= 0) batch.tokens[t] = std::max(latest[static_cast<size_t>(r)], 0);
 }
 
 void CpuBackend::sample_rows(Buffer& logits, int64_t n_rows, int64_t n_cols, const SampleRows& rows,
-                             Scratch& scratch, int32_t* ids) {
+                             Scratch& scratch) {
     require_shape(n_rows, n_cols, "sample_rows");
     require_size(logits, n_rows * n_cols, "sample_rows", "logits");
     validate_sample_rows(rows, n_rows, n_cols);
+    const std::span<int32_t> ids = next_ids(scratch, n_rows, "sample_rows");
     for (int64_t r = 0; r < n_rows; ++r) {
         const RowSampling& row = rows.rows[static_cast<size_t>(r)];
         const std::span<float> values(logits.ptr() + r * n_cols, static_cast<size_t>(n_cols));
@@ -222,7 +262,7 @@ void CpuBackend::sample_rows(Buffer& logits, int64_t n_rows, int64_t n_cols, con
             v = penalized_logit(v, e.count, row.repeat_penalty, row.frequency_penalty, row.presence_penalty);
         }
         if (row.temperature <= 0.0f) {
-            ids[r] = argmax(values);
+            ids[static_cast<size_t>(r)] = argmax(values);
             continue;
         }
         SamplingParams chain;
@@ -230,8 +270,9 @@ void CpuBackend::sample_rows(Buffer& logits, int64_t n_rows, int64_t n_cols, con
         chain.top_k = row.top_k;
         chain.top_p = row.top_p;
         chain.min_p = row.min_p;
-        ids[r] = scratch.chain.pick(values, chain, row.u);
+        ids[static_cast<size_t>(r)] = scratch.chain.pick(values, chain, row.u);
     }
+    push_ids(scratch, n_rows);
 }
 
 }  // namespace inlay

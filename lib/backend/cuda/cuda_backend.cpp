@@ -191,7 +191,12 @@ CudaBackend::Scratch CudaBackend::alloc_scratch(const ScratchShape& shape) {
     s.up = alloc(shape.max_tokens * shape.n_ff);
     s.ids_rows = std::max<int64_t>(shape.max_tokens, 1);
     s.ids = cuda_backend::device_alloc(static_cast<size_t>(s.ids_rows) * sizeof(int32_t), "row ids");
-    s.ids_host = cuda_backend::pinned_alloc(static_cast<size_t>(s.ids_rows) * sizeof(int32_t), "row ids (host)");
+    for (int i = 0; i < kMaxUnreadIds; ++i) {
+        s.ids_host[static_cast<size_t>(i)] =
+            cuda_backend::pinned_alloc(static_cast<size_t>(s.ids_rows) * sizeof(int32_t), "row ids (host)");
+        s.ids_copied[static_cast<size_t>(i)] = cuda_backend::event_create("row ids copied");
+    }
+    s.sample_staged = cuda_backend::event_create("sampling parameters staged");
     const size_t param_bytes = static_cast<size_t>(s.ids_rows) * sizeof(cuda::SampleRowParams);
     s.sample_params = cuda_backend::device_alloc(param_bytes, "sampling parameters");
     s.sample_params_host = cuda_backend::pinned_alloc(param_bytes, "sampling parameters (host)");
@@ -229,17 +234,24 @@ void CudaBackend::prepare_batch(const BatchDesc& desc, const BatchLimits& limits
     if (offsets.total > batch.capacity) {
         const size_t capacity = std::max(offsets.total, batch.capacity * 2);
         batch.device = device_alloc(capacity * sizeof(int32_t), "batch");
+        // The old block may still be read by queued passes: they finish before it is freed.
+        check_cuda(cudaStreamSynchronize(stream_), "cudaStreamSynchronize (batch grows)");
+        batch.device = device_alloc(capacity * sizeof(int32_t), "batch");
         batch.staging = cuda_backend::pinned_alloc(capacity * sizeof(int32_t), "batch staging");
         batch.capacity = capacity;
     }
+    if (!batch.uploaded) batch.uploaded = cuda_backend::event_create("batch uploaded");
     // The staging block is rewritten only once the stream has consumed the last upload
-    // (the previous forward pass ended with a read, so this does not wait in practice).
-    check_cuda(cudaStreamSynchronize(stream_), "cudaStreamSynchronize (batch)");
+    // from it: that upload opened the pass before, so with one pass still running (a
+    // pipelined step) this does not wait for it to end.
+    check_cuda(cudaEventSynchronize(batch.uploaded.get()), "cudaEventSynchronize (batch staging)");
     cuda_backend::pack_batch(desc, offsets, static_cast<int32_t*>(batch.staging.get()));
     check_cuda(cudaMemcpyAsync(batch.device.get(), batch.staging.get(), offsets.total * sizeof(int32_t),
                                cudaMemcpyHostToDevice, stream_),
                "cudaMemcpyAsync (batch)");
+    check_cuda(cudaEventRecord(batch.uploaded.get(), stream_), "cudaEventRecord (batch uploaded)");
     batch.offsets = offsets;
+    batch.fed = desc.has_fed_tokens();
     batch.logit_rows.assign(desc.logit_rows.begin(), desc.logit_rows.end());
     batch.n_tokens = desc.n_tokens();
     batch.n_seqs = desc.n_seqs();
@@ -258,8 +270,10 @@ bool CudaBackend::graph_begin(Batch& batch, const KvStorage& kv, const Scratch& 
         cuda_backend::StepSignature sig;
         sig.batch_block = batch.device.get();
         const cuda_backend::BatchOffsets& o = batch.offsets;
-        sig.batch_offsets = {o.tokens,     o.positions, o.seq_of_token, o.kv_indptr,
-                             o.kv_indices, o.kv_len,    o.logit_rows,   o.total};
+        sig.batch_offsets = {o.tokens,     o.positions, o.seq_of_token, o.kv_indptr, o.kv_indices,
+                             o.kv_len,     o.logit_rows, o.fed_rows,   o.total};
+        sig.fed_tokens = batch.fed;
+        sig.latest_ids = scratch.ids.get();
         sig.n_tokens = batch.n_tokens;
         sig.n_seqs = batch.n_seqs;
         sig.logit_rows = batch.logit_rows;

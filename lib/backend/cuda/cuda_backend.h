@@ -21,6 +21,7 @@
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
+#include <array>
 #include <cstddef>
 #include <filesystem>
 #include <memory>
@@ -85,7 +86,9 @@ public:
         cuda_backend::DevicePtr device;
         size_t capacity = 0;  // int32 elements
         cuda_backend::PinnedPtr staging;
+        cuda_backend::EventPtr uploaded;  // recorded after the last upload from `staging`
         cuda_backend::BatchOffsets offsets;
+        bool fed = false;  // it has fed tokens (BatchDesc::fed_rows)
         std::vector<int32_t> logit_rows;  // host copy (row gathers are per-row copies)
         int64_t n_tokens = 0;
         int64_t n_seqs = 0;
@@ -97,6 +100,7 @@ public:
         [[nodiscard]] const int32_t* at(size_t offset) const {
             return static_cast<const int32_t*>(device.get()) + offset;
         }
+        [[nodiscard]] int32_t* at(size_t offset) { return static_cast<int32_t*>(device.get()) + offset; }
         [[nodiscard]] cuda::TokenBatch tokens() const;
     };
 
@@ -113,21 +117,30 @@ public:
         int64_t half_x_elems = 0;
         cuda_backend::DevicePtr dequant;
         int64_t dequant_halves = 0;
-        // argmax_rows and sample_rows: the ids on the device and their pinned host copy
-        // (max_tokens rows).
+        // argmax_rows and sample_rows: the latest ids on the device (feed_tokens reads
+        // them) and a ring of kMaxUnreadIds pinned host copies, each with the event
+        // recorded after its copy (read_ids waits for the oldest); max_tokens rows each.
         cuda_backend::DevicePtr ids;
-        cuda_backend::PinnedPtr ids_host;
+        std::array<cuda_backend::PinnedPtr, kMaxUnreadIds> ids_host;
+        std::array<cuda_backend::EventPtr, kMaxUnreadIds> ids_copied;
+        std::array<int64_t, kMaxUnreadIds> id_rows{};
+        int next_ids = 0;  // the ring slot the next ids go to
+        int unread = 0;
         int64_t ids_rows = 0;
         // sample_rows: the rows' parameters (ids_rows of them) and the step's penalty
-        // entries (kMaxSamplePenalties), staged in pinned memory and copied once a step.
+        // entries (kMaxSamplePenalties), staged in pinned memory and copied once a step;
+        // the staging is rewritten only after the event of the last copy.
         cuda_backend::DevicePtr sample_params;
         cuda_backend::PinnedPtr sample_params_host;
         cuda_backend::DevicePtr penalties;
         cuda_backend::PinnedPtr penalties_host;
+        cuda_backend::EventPtr sample_staged;
     };
 
     // One stream and one cuBLAS handle: forward passes are serialised by the executor.
     static constexpr bool kConcurrentForward = false;
+    // Ops are queued on the stream and return at once.
+    static constexpr bool kQueuedOps = true;
 
     struct Options {
         // Where NVRTC's compilations of attention variants are kept between processes
@@ -200,7 +213,7 @@ public:
                    float scale, Buffer& out, Scratch& scratch);
     void add(Buffer& x, const Buffer& y, int64_t n);
     void gather_logit_rows(const Buffer& x, const Batch& batch, int64_t row_length, Buffer& out);
-    void argmax_rows(const Buffer& x, int64_t n_rows, int64_t n_cols, Scratch& scratch, int32_t* ids);
+    void argmax_rows(const Buffer& x, int64_t n_rows, int64_t n_cols, Scratch& scratch);
     // CUDA graphs (StepGraphBackend, step_graphs.h): the ops of a step between graph_begin
     // (after prepare_batch) and graph_end (before its outputs are read) are recorded and
     // launched as one graph when the step is eligible; graph_abort after an op threw.
@@ -210,13 +223,16 @@ public:
     void graph_end(Batch& batch);
     bool graph_abort(Batch& batch);
     [[nodiscard]] cuda_backend::StepGraphStats graph_stats(const Batch& batch) const;
-    void sample_rows(Buffer& logits, int64_t n_rows, int64_t n_cols, const SampleRows& rows, Scratch& scratch,
-                     int32_t* ids);
+    void sample_rows(Buffer& logits, int64_t n_rows, int64_t n_cols, const SampleRows& rows, Scratch& scratch);
+    void read_ids(Scratch& scratch, int64_t n_rows, int32_t* ids);
+    void feed_tokens(Batch& batch, const Scratch& scratch);
 
 private:
     void make_current() const;
-    // The scratch's first n_rows device ids (argmax_rows, sample_rows) to the host: waits.
-    void ids_to_host(Scratch& scratch, int64_t n_rows, int32_t* ids);
+    // The ring slot for the next ids (INLAY_ERR_INTERNAL when kMaxUnreadIds are unread).
+    static void check_ids_slot(const Scratch& scratch, int64_t n_rows, const char* op);
+    // Queues the copy of the scratch's first n_rows device ids to the ring's next slot.
+    void queue_ids_copy(Scratch& scratch, int64_t n_rows);
     // y = W x for one weight; `rounded` says which half type scratch.half_x holds x in
     // (nullopt: not yet rounded), so that the products of one op round x once.
     void matmul_into(const Weight& w, const Buffer& x, int64_t n_tokens, float* y, Scratch& scratch,

@@ -2,6 +2,7 @@
 // kernels/cuda (or cuBLAS) on the backend's stream and returns without waiting.
 #include <algorithm>
 #include <cstring>
+#include <utility>
 #include <optional>
 
 #include "backend/common/op_checks.h"
@@ -266,54 +267,91 @@ void CudaBackend::gather_logit_rows(const Buffer& x, const Batch& batch, int64_t
     }
 }
 
-void CudaBackend::argmax_rows(const Buffer& x, int64_t n_rows, int64_t n_cols, Scratch& scratch, int32_t* ids) {
-    require_shape(n_rows, n_cols, "argmax_rows");
-    require_size(x, n_rows * n_cols, "argmax_rows", "x");
+void CudaBackend::check_ids_slot(const Scratch& scratch, int64_t n_rows, const char* op) {
     if (n_rows > scratch.ids_rows)
-        fail(INLAY_ERR_INTERNAL, "argmax_rows: {} rows, the scratch holds {}", n_rows, scratch.ids_rows);
-    if (n_rows == 0) return;
-    make_current();
-    check_cuda(cuda::argmax_rows(x.ptr(), n_rows, n_cols, n_cols, static_cast<int32_t*>(scratch.ids.get()), stream_),
-               "argmax_rows");
-    ids_to_host(scratch, n_rows, ids);
+        fail(INLAY_ERR_INTERNAL, "{}: {} rows, the scratch holds {}", op, n_rows, scratch.ids_rows);
+    if (scratch.unread == kMaxUnreadIds)
+        fail(INLAY_ERR_INTERNAL, "{}: the ids of {} earlier steps are not read yet", op, kMaxUnreadIds);
 }
 
-void CudaBackend::ids_to_host(Scratch& scratch, int64_t n_rows, int32_t* ids) {
-    const size_t bytes = static_cast<size_t>(n_rows) * sizeof(int32_t);
-    check_cuda(cudaMemcpyAsync(scratch.ids_host.get(), scratch.ids.get(), bytes, cudaMemcpyDeviceToHost, stream_),
+void CudaBackend::queue_ids_copy(Scratch& scratch, int64_t n_rows) {
+    const auto slot = static_cast<size_t>(scratch.next_ids);
+    // The slot's last copy was read (unread < kMaxUnreadIds), so its host memory is free.
+    check_cuda(cudaMemcpyAsync(scratch.ids_host[slot].get(), scratch.ids.get(),
+                               static_cast<size_t>(n_rows) * sizeof(int32_t), cudaMemcpyDeviceToHost, stream_),
                "cudaMemcpyAsync (row ids)");
-    check_cuda(cudaStreamSynchronize(stream_), "cudaStreamSynchronize (row ids)");
-    std::memcpy(ids, scratch.ids_host.get(), bytes);
+    check_cuda(cudaEventRecord(scratch.ids_copied[slot].get(), stream_), "cudaEventRecord (row ids)");
+    scratch.id_rows[slot] = n_rows;
+    scratch.next_ids = (scratch.next_ids + 1) % kMaxUnreadIds;
+    ++scratch.unread;
+}
+
+void CudaBackend::argmax_rows(const Buffer& x, int64_t n_rows, int64_t n_cols, Scratch& scratch) {
+    require_shape(n_rows, n_cols, "argmax_rows");
+    require_size(x, n_rows * n_cols, "argmax_rows", "x");
+    check_ids_slot(scratch, n_rows, "argmax_rows");
+    make_current();
+    if (n_rows > 0)
+        check_cuda(
+            cuda::argmax_rows(x.ptr(), n_rows, n_cols, n_cols, static_cast<int32_t*>(scratch.ids.get()), stream_),
+            "argmax_rows");
+    queue_ids_copy(scratch, n_rows);
+}
+
+void CudaBackend::read_ids(Scratch& scratch, int64_t n_rows, int32_t* ids) {
+    if (scratch.unread == 0) fail(INLAY_ERR_INTERNAL, "read_ids: no ids are waiting");
+    const auto oldest = static_cast<size_t>((scratch.next_ids - scratch.unread + kMaxUnreadIds) % kMaxUnreadIds);
+    const int64_t rows = scratch.id_rows[oldest];
+    if (rows != n_rows) fail(INLAY_ERR_INTERNAL, "read_ids: {} rows asked, the step had {}", n_rows, rows);
+    make_current();
+    --scratch.unread;  // read or failed: the slot is free again either way
+    check_cuda(cudaEventSynchronize(scratch.ids_copied[oldest].get()), "cudaEventSynchronize (row ids)");
+    std::memcpy(ids, scratch.ids_host[oldest].get(), static_cast<size_t>(rows) * sizeof(int32_t));
+}
+
+void CudaBackend::feed_tokens(Batch& batch, const Scratch& scratch) {
+    if (!batch.fed) return;
+    make_current();
+    // prepare_batch checked every fed row against the latest ids' count.
+    check_cuda(cuda::feed_tokens(batch.at(batch.offsets.tokens), std::as_const(batch).at(batch.offsets.fed_rows),
+                                 batch.n_tokens, static_cast<const int32_t*>(scratch.ids.get()), stream_),
+               "feed_tokens");
 }
 
 void CudaBackend::sample_rows(Buffer& logits, int64_t n_rows, int64_t n_cols, const SampleRows& rows,
-                              Scratch& scratch, int32_t* ids) {
+                              Scratch& scratch) {
     require_shape(n_rows, n_cols, "sample_rows");
     require_size(logits, n_rows * n_cols, "sample_rows", "logits");
     validate_sample_rows(rows, n_rows, n_cols);
-    if (n_rows > scratch.ids_rows)
-        fail(INLAY_ERR_INTERNAL, "sample_rows: {} rows, the scratch holds {}", n_rows, scratch.ids_rows);
-    if (n_rows == 0) return;
+    check_ids_slot(scratch, n_rows, "sample_rows");
     make_current();
-    // The staging buffers are free: every earlier sample_rows waited for its ids.
-    auto* params = static_cast<cuda::SampleRowParams*>(scratch.sample_params_host.get());
-    for (int64_t r = 0; r < n_rows; ++r) params[r] = cuda_backend::sample_row_params(rows.rows[static_cast<size_t>(r)]);
-    auto* pairs = static_cast<cuda::PenaltyPair*>(scratch.penalties_host.get());
-    for (size_t i = 0; i < rows.penalties.size(); ++i) pairs[i] = {rows.penalties[i].token, rows.penalties[i].count};
-    check_cuda(cudaMemcpyAsync(scratch.sample_params.get(), params,
-                               static_cast<size_t>(n_rows) * sizeof(cuda::SampleRowParams), cudaMemcpyHostToDevice,
-                               stream_),
-               "cudaMemcpyAsync (sampling parameters)");
-    if (!rows.penalties.empty())
-        check_cuda(cudaMemcpyAsync(scratch.penalties.get(), pairs, rows.penalties.size() * sizeof(cuda::PenaltyPair),
+    if (n_rows > 0) {
+        // The staging buffers are rewritten once the stream has consumed their last copy
+        // (queued in the pass before: a pipelined step's predecessor may still be running).
+        check_cuda(cudaEventSynchronize(scratch.sample_staged.get()), "cudaEventSynchronize (sampling staging)");
+        auto* params = static_cast<cuda::SampleRowParams*>(scratch.sample_params_host.get());
+        for (int64_t r = 0; r < n_rows; ++r)
+            params[r] = cuda_backend::sample_row_params(rows.rows[static_cast<size_t>(r)]);
+        auto* pairs = static_cast<cuda::PenaltyPair*>(scratch.penalties_host.get());
+        for (size_t i = 0; i < rows.penalties.size(); ++i)
+            pairs[i] = {rows.penalties[i].token, rows.penalties[i].count};
+        check_cuda(cudaMemcpyAsync(scratch.sample_params.get(), params,
+                                   static_cast<size_t>(n_rows) * sizeof(cuda::SampleRowParams),
                                    cudaMemcpyHostToDevice, stream_),
-                   "cudaMemcpyAsync (sampling penalties)");
-    check_cuda(cuda::sample_rows(logits.ptr(), n_rows, n_cols, n_cols,
-                                 static_cast<const cuda::SampleRowParams*>(scratch.sample_params.get()),
-                                 static_cast<const cuda::PenaltyPair*>(scratch.penalties.get()),
-                                 static_cast<int32_t*>(scratch.ids.get()), stream_),
-               "sample_rows");
-    ids_to_host(scratch, n_rows, ids);
+                   "cudaMemcpyAsync (sampling parameters)");
+        if (!rows.penalties.empty())
+            check_cuda(cudaMemcpyAsync(scratch.penalties.get(), pairs,
+                                       rows.penalties.size() * sizeof(cuda::PenaltyPair), cudaMemcpyHostToDevice,
+                                       stream_),
+                       "cudaMemcpyAsync (sampling penalties)");
+        check_cuda(cudaEventRecord(scratch.sample_staged.get(), stream_), "cudaEventRecord (sampling staging)");
+        check_cuda(cuda::sample_rows(logits.ptr(), n_rows, n_cols, n_cols,
+                                     static_cast<const cuda::SampleRowParams*>(scratch.sample_params.get()),
+                                     static_cast<const cuda::PenaltyPair*>(scratch.penalties.get()),
+                                     static_cast<int32_t*>(scratch.ids.get()), stream_),
+                   "sample_rows");
+    }
+    queue_ids_copy(scratch, n_rows);
 }
 
 }  // namespace inlay

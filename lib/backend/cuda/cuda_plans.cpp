@@ -26,6 +26,7 @@ BatchOffsets batch_offsets(const BatchDesc& b) {
     place(o.kv_indices, b.kv_indices.size());
     place(o.kv_len, b.kv_len.size());
     place(o.logit_rows, b.logit_rows.size());
+    place(o.fed_rows, b.fed_rows.size());
     o.total = at;
     return o;
 }
@@ -41,6 +42,7 @@ void pack_batch(const BatchDesc& b, const BatchOffsets& o, int32_t* staging) {
     put(o.kv_indices, b.kv_indices);
     put(o.kv_len, b.kv_len);
     put(o.logit_rows, b.logit_rows);
+    put(o.fed_rows, b.fed_rows);
 }
 
 std::optional<cuda::WeightFormat> weight_format(DType type) {

@@ -17,7 +17,8 @@ namespace inlay::cuda_backend {
 // Offsets (in int32 elements, each array starting 16-byte aligned) of a BatchDesc's
 // arrays in one staging block, and its total length.
 struct BatchOffsets {
-    size_t tokens = 0, positions = 0, seq_of_token = 0, kv_indptr = 0, kv_indices = 0, kv_len = 0, logit_rows = 0;
+    size_t tokens = 0, positions = 0, seq_of_token = 0, kv_indptr = 0, kv_indices = 0, kv_len = 0, logit_rows = 0,
+           fed_rows = 0;
     size_t total = 0;
 };
 BatchOffsets batch_offsets(const BatchDesc& batch);

@@ -8,6 +8,7 @@ namespace inlay::cuda_backend {
 
 void DeviceFree::operator()(void* p) const noexcept { (void)cudaFree(p); }
 void PinnedFree::operator()(void* p) const noexcept { (void)cudaFreeHost(p); }
+void EventDestroy::operator()(CUevent_st* e) const noexcept { (void)cudaEventDestroy(e); }
 
 DevicePtr device_alloc(size_t bytes, std::string_view what) {
     if (bytes == 0) return DevicePtr{};
@@ -35,6 +36,17 @@ PinnedPtr pinned_alloc(size_t bytes, std::string_view what) {
              "cudaMallocHost of {} bytes for {}: {}", bytes, what, cudaGetErrorString(e));
     }
     return PinnedPtr{p};
+}
+
+EventPtr event_create(std::string_view what) {
+    cudaEvent_t e = nullptr;
+    const cudaError_t status = cudaEventCreateWithFlags(&e, cudaEventDisableTiming);
+    if (status != cudaSuccess) {
+        (void)cudaGetLastError();
+        fail(status == cudaErrorMemoryAllocation ? INLAY_ERR_OUT_OF_MEMORY : INLAY_ERR_INTERNAL,
+             "cudaEventCreateWithFlags for {}: {}", what, cudaGetErrorString(status));
+    }
+    return EventPtr{e};
 }
 
 }  // namespace inlay::cuda_backend

@@ -7,6 +7,8 @@
 #include <memory>
 #include <string_view>
 
+struct CUevent_st;  // cudaEvent_t's target
+
 namespace inlay::cuda_backend {
 
 struct DeviceFree {
@@ -16,12 +18,20 @@ struct PinnedFree {
     void operator()(void* p) const noexcept;
 };
 
+struct EventDestroy {
+    void operator()(CUevent_st* e) const noexcept;
+};
+
 using DevicePtr = std::unique_ptr<void, DeviceFree>;
 using PinnedPtr = std::unique_ptr<void, PinnedFree>;
+using EventPtr = std::unique_ptr<CUevent_st, EventDestroy>;
 
 // cudaMalloc of `bytes` (0 gives a null pointer); `what` names the allocation in errors.
 DevicePtr device_alloc(size_t bytes, std::string_view what);
 // cudaMallocHost (page-locked, so copies from it are truly asynchronous).
 PinnedPtr pinned_alloc(size_t bytes, std::string_view what);
+// An event without timing, recorded where the host must later know that the stream got
+// past a point (a staging buffer consumed, ids copied).
+EventPtr event_create(std::string_view what);
 
 }  // namespace inlay::cuda_backend

@@ -74,6 +74,8 @@ struct StepSignature {
     std::vector<const void*> kv_arenas;  // every layer's K and V arena
     int64_t kv_capacity = 0;
     int kv_type = 0;  // the cache's element type (DType), which picks the kernels
+    bool fed_tokens = false;            // the step starts by feeding tokens from ...
+    const void* latest_ids = nullptr;   // ... the previous step's ids (the scratch's)
     bool operator==(const StepSignature&) const = default;
 };
 

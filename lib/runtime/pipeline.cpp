@@ -1,0 +1,173 @@
+// Engine's pipelined steps: while step N runs on the device, the scheduler plans step
+// N+1 and queues it behind N, each decoding sequence's next token fed on the device from
+// N's chosen ids (BatchDesc::fed_rows), and only then waits for N's ids and applies them.
+// The device never idles while the host plans, samples bookkeeping or streams tokens.
+//
+// What makes it safe:
+//  - Only steady decoding is pipelined: every sequence of the step decodes a token chosen
+//    where the logits are (greedy, or sampled without penalties, whose rows need no
+//    history the host has not seen yet), none speculates, no request waits to be admitted,
+//    none is cancelled, paused or about to hit max_tokens or its context. Anything else
+//    drains the pipeline: the queued step is applied, then a normal step is planned.
+//  - The successor's blocks come from free (or evictable) blocks only: planning it never
+//    preempts or releases a sequence that the running step still writes.
+//  - A request that stops at step N (end of generation, an error) had step N+1 computed
+//    for nothing: its entry is dropped when N+1 is applied (Request::done_), and the
+//    block N+1 writes may return to the pool at once, because every later use of it is
+//    queued behind N+1 on the same stream, or (the CPU) N+1 is done before it returns.
+//    Only an engine that is its pool's sole owner pipelines: another engine's backend
+//    would write on another stream.
+#include <algorithm>
+#include <cstdlib>
+#include <string_view>
+
+#include "core/log.h"
+#include "runtime/engine.h"
+#include "runtime/engine_entry.h"
+
+namespace inlay {
+
+namespace {
+using Clock = std::chrono::steady_clock;
+}  // namespace
+
+bool resolve_pipelining(EngineOptions::Pipelining choice, bool executor_queues) {
+    switch (choice) {
+        case EngineOptions::Pipelining::always: return true;
+        case EngineOptions::Pipelining::never: return false;
+        case EngineOptions::Pipelining::automatic: break;
+    }
+    if (const char* env = std::getenv("INLAY_PIPELINING")) {
+        const std::string_view v(env);
+        if (v == "always") return true;
+        if (v == "never") return false;
+        if (!v.empty() && v != "auto")
+            log(LogLevel::warn, "INLAY_PIPELINING='{}' is not always, never or auto: ignored", v);
+    }
+    return executor_queues;
+}
+
+bool Engine::pipelining() const { return pipelining_; }
+
+bool Engine::pipelinable(const Entry& e) const {
+    const Request& req = *e.req;
+    if (req.kind != Request::Kind::generate || req.policy_ || !req.drafts_.empty() || e.drafts()) return false;
+    if (!samples_token(e) || e.n_rows != 1 || !req.sampler_) return false;
+    const Sampler& sampler = *req.sampler_;
+    if (sampler.plain_argmax()) return true;
+    return options_.sample_on_device && sampler.device_samplable() && !penalties_active(sampler.params());
+}
+
+bool Engine::plan_successor_locked(std::vector<Entry>& next) {
+    std::vector<Entry>& prev = queued_.plan;
+    if (queued_.status != INLAY_OK || !pipelining() || stop_ || !waiting_.empty() ||
+        cap_changed_.load(std::memory_order_acquire) || pool_->n_owners() != 1 || running_.size() != prev.size())
+        return false;
+    int64_t need = 0;
+    for (const Entry& e : prev) {
+        const Request& req = *e.req;
+        if (req.done_ || req.cancel_requested() || !pipelinable(e)) return false;
+        const Sequence& seq = *req.seq_;
+        // The length once e's token (not known yet) joins the sequence.
+        const auto length = static_cast<int64_t>(seq.tokens_.size()) + 1;
+        if (static_cast<int64_t>(req.generated.size()) + 1 >= req.max_tokens) return false;  // e's token is the last
+        if (length >= seq.context_length_) return false;                                      // no room after it
+        if (req.produced_.load(std::memory_order_acquire) + 1 - req.taken() >= req.lookahead) return false;  // pauses
+        need += Sequence::blocks_for(length, block_size_) - static_cast<int64_t>(seq.blocks_.size());
+    }
+    if (pool_->available(owner_) < need) return false;
+    next.clear();
+    for (Entry& e : prev) {
+        Request& req = *e.req;
+        Sequence& seq = *req.seq_;
+        const int64_t grow =
+            Sequence::blocks_for(e.start + e.n + 1, block_size_) - static_cast<int64_t>(seq.blocks_.size());
+        if (grow > 0) {
+            std::vector<BlockId> fresh;
+            // available() counted them; should the pool still say no, the entries already
+            // extended keep their extra block until their next apply releases it.
+            if (!pool_->allocate_n(owner_, grow, fresh)) return false;
+            seq.blocks_.insert(seq.blocks_.end(), fresh.begin(), fresh.end());
+        }
+        Entry n;
+        n.req = e.req;
+        n.start = e.start + e.n;
+        n.n = 1;
+        n.n_rows = 1;
+        n.fed_row = e.row;
+        next.push_back(std::move(n));
+    }
+    for (Entry& e : prev) e.followed = true;
+    return true;
+}
+
+void Engine::launch_queued(std::vector<Entry>& plan, QueuedStep& step) {
+    step.launched = Clock::now();
+    build_batch(plan);
+    plan_step_output(plan);
+    step.status = INLAY_OK;
+    step.error.clear();
+    step.output = static_cast<int>(step_output_);
+    step.n_rows = step_batch_.n_logit_rows();
+    try {
+        if (step_output_ == StepOutput::logits)
+            fail(INLAY_ERR_INTERNAL, "a pipelined step must choose its tokens where the logits are");
+        const Executor& ex = model_->executor();
+        const SampleRows rows{step_rows_, step_penalties_};
+        ex.launch_step(pool_->store(), *workspace_, step_batch_.desc(),
+                       step_output_ == StepOutput::sampled ? &rows : nullptr);
+    } catch (const Error& e) {
+        step.status = e.status();
+        step.error = e.what();
+    } catch (const std::bad_alloc&) {
+        step.status = INLAY_ERR_OUT_OF_MEMORY;
+        step.error = "out of memory during a forward pass";
+    } catch (const std::exception& e) {
+        step.status = INLAY_ERR_INTERNAL;
+        step.error = e.what();
+    }
+    step.plan = std::move(plan);
+    step.active = true;
+}
+
+void Engine::finish_queued(QueuedStep& step, std::unique_lock<std::mutex>& lock) {
+    if (step.status == INLAY_OK) {
+        try {
+            model_->executor().finish_step(*workspace_, step.n_rows, step_ids_.data());
+        } catch (const Error& e) {
+            step.status = e.status();
+            step.error = e.what();
+        } catch (const std::exception& e) {
+            step.status = INLAY_ERR_INTERNAL;
+            step.error = e.what();
+        }
+    }
+    // A step's time: from when the device could start on it (its launch, or the end of
+    // the step before it) to its ids.
+    const auto now = Clock::now();
+    step_seconds_ = std::chrono::duration<double>(now - std::max(step.launched, last_finish_)).count();
+    last_finish_ = now;
+    lock.lock();
+    step_output_ = static_cast<StepOutput>(step.output);
+    step_status_ = step.status;
+    step_error_ = step.error;
+    apply_locked(step.plan);
+}
+
+void Engine::pipeline_turn(std::unique_lock<std::mutex>& lock) {
+    std::vector<Entry> next;
+    const bool more = plan_successor_locked(next);
+    lock.unlock();
+    QueuedStep successor;
+    if (more) launch_queued(next, successor);
+    // queued_ is applied under the lock; its successor (if any) is on the device meanwhile.
+    QueuedStep done = std::move(queued_);
+    queued_ = QueuedStep{};
+    finish_queued(done, lock);  // returns with the lock held
+    if (more) {
+        queued_ = std::move(successor);
+        ++counters_.pipelined_steps;
+    }
+}
+
+}  // namespace inlay
