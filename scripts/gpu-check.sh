@@ -221,6 +221,15 @@ run() {
   local story=$bundle/shared/testdata/models/stories15M-q8_0.gguf
   local text="The cat sat on the mat. The dog sat on the log. The cat sat on the mat. The dog sat on the log. The cat sat"
   if [ -f "$story" ]; then
+    # Decode through the engine (one session, then 16 at once) with pipelined steps (the
+    # default on the device) and without: what planning step N+1 during step N buys.
+    local pipe
+    for pipe in auto never; do
+      run_step "bench_engine_stories15M_pipe_$pipe" 60 env INLAY_PIPELINING=$pipe "$bundle/build/tools/inlay" bench \
+        -m "$story" --device "$bdev" -p 16 -n 256 -r 3
+      run_step "bench_engine16_stories15M_pipe_$pipe" 60 env INLAY_PIPELINING=$pipe "$bundle/build/tools/inlay" bench \
+        -m "$story" --device "$bdev" --concurrency 16 -n 128 -r 3
+    done
     run_step bench_lookup_stories15M 60 "$bundle/build/tools/inlay" bench -m "$story" --device "$bdev" --lookup \
       --text "$text" -n 128 -r 3
     run_step bench_lookup4_stories15M 60 "$bundle/build/tools/inlay" bench -m "$story" --device "$bdev" --lookup \

@@ -32,9 +32,34 @@ TEST_CASE("BatchBuilder lays a ragged batch out flat", "[batch]") {
     REQUIRE(status_of([&] { validate_batch(desc, BatchLimits{100, 4, 7, 4, 3}); }) == INLAY_ERR_INTERNAL);  // block 7
     REQUIRE(status_of([&] { validate_batch(desc, BatchLimits{100, 4, 8, 4, 2}); }) == INLAY_ERR_INTERNAL);  // 3 rows
     REQUIRE(status_of([&] { validate_batch(desc, BatchLimits{20, 4, 8, 4, 3}); }) == INLAY_ERR_INVALID_TOKEN);
+    REQUIRE_FALSE(desc.has_fed_tokens());
     bb.clear();
     REQUIRE(bb.desc().n_tokens() == 0);
     REQUIRE(bb.desc().kv_indptr.size() == 1);
+}
+
+TEST_CASE("fed tokens name rows of the step before; their count is checked", "[batch]") {
+    BatchBuilder bb;
+    const int32_t a = bb.add_sequence(std::vector<int32_t>{3}, 2);
+    const int32_t b = bb.add_sequence(std::vector<int32_t>{5}, 1);
+    bb.add_token(40, 0, a);           // before the first fed token: -1 is filled in for it
+    bb.add_fed_token(2, 1, a, true);  // the id of row 2 of the previous step
+    bb.add_fed_token(0, 0, b, true);
+    const BatchDesc desc = bb.desc();
+    REQUIRE(desc.has_fed_tokens());
+    REQUIRE(std::vector<int32_t>(desc.fed_rows.begin(), desc.fed_rows.end()) == std::vector<int32_t>{-1, 2, 0});
+    REQUIRE(std::vector<int32_t>(desc.tokens.begin(), desc.tokens.end()) == std::vector<int32_t>{40, 0, 0});
+    REQUIRE(std::vector<int32_t>(desc.logit_rows.begin(), desc.logit_rows.end()) == std::vector<int32_t>{1, 2});
+    validate_batch(desc, BatchLimits{100, 4, 8, 4, 3, 3});
+    // The previous step chose 2 ids (or none): row 2 is not there.
+    REQUIRE(status_of([&] { validate_batch(desc, BatchLimits{100, 4, 8, 4, 3, 2}); }) == INLAY_ERR_INTERNAL);
+    REQUIRE(status_of([&] { validate_batch(desc, BatchLimits{100, 4, 8, 4, 3, 0}); }) == INLAY_ERR_INTERNAL);
+    // A token added after a fed one gets its own -1; clear() forgets the fed rows.
+    bb.add_token(41, 1, b);
+    REQUIRE(bb.desc().fed_rows.size() == 4);
+    REQUIRE(bb.desc().fed_rows[3] == -1);
+    bb.clear();
+    REQUIRE_FALSE(bb.desc().has_fed_tokens());
 }
 
 TEST_CASE("kv_canonical_block_bytes follows the canonical layout", "[batch]") {

@@ -70,6 +70,20 @@ TEST_CASE("a batch is packed into one block, each array 16-byte aligned", "[cuda
     REQUIRE(slice(o.kv_len, 2) == std::vector<int32_t>{40, 3});
     REQUIRE(slice(o.logit_rows, 2) == std::vector<int32_t>{4, 5});
     REQUIRE(staging[6] == -99);  // padding untouched
+    REQUIRE(o.fed_rows == o.total);  // no fed tokens: an empty array at the end
+
+    // A pipelined step's fed rows follow the logit rows.
+    BatchBuilder fed;
+    const int32_t s = fed.add_sequence(std::vector<int32_t>{2}, 5);
+    fed.add_fed_token(1, 4, s, true);
+    const BatchDesc f = fed.desc();
+    const BatchOffsets fo = batch_offsets(f);
+    REQUIRE(fo.fed_rows == fo.logit_rows + 4);
+    REQUIRE(fo.total == fo.fed_rows + 4);
+    std::vector<int32_t> fed_staging(fo.total, -99);
+    pack_batch(f, fo, fed_staging.data());
+    REQUIRE(fed_staging[fo.fed_rows] == 1);
+    REQUIRE(fed_staging[fo.tokens] == 0);  // the placeholder the device overwrites
 }
 
 TEST_CASE("every weight type the decoder uses has a device format; activation-only types none", "[cuda_host]") {
@@ -343,6 +357,9 @@ TEST_CASE("CUDA graphs record a step shape from its second step on, GEMV-sized s
     CHECK_FALSE(a == b);
     b = a;
     b.attention_splits = 2;
+    CHECK_FALSE(a == b);
+    b = a;
+    b.fed_tokens = true;  // the same layout, but the step starts by feeding its tokens
     CHECK_FALSE(a == b);
     b = a;
     b.logit_rows = {1};

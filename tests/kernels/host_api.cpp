@@ -164,7 +164,7 @@ TEST_CASE("launchers reject bad arguments before launching", "[kernels][api]") {
         CHECK(round_to_half(f, 4, static_cast<HalfType>(5), f, nullptr) == cudaErrorInvalidValue);
         CHECK(round_to_half(f, 0, HalfType::f16, f, nullptr) == cudaSuccess);
     }
-    SECTION("norms and swiglu") {
+    SECTION("norms, swiglu, add and feed_tokens") {
         CHECK(rms_norm(f, 7, f, 2, 8, 1e-6f, f, 8, nullptr) == cudaErrorInvalidValue);  // x_stride < n_cols
         CHECK(add_rms_norm(f, 8, nullptr, 8, f, 2, 8, 1e-6f, f, 8, nullptr) == cudaErrorInvalidValue);
         CHECK(rms_norm(f, 8, f, 0, 8, 1e-6f, f, 8, nullptr) == cudaSuccess);
@@ -174,6 +174,10 @@ TEST_CASE("launchers reject bad arguments before launching", "[kernels][api]") {
         CHECK(add(f, f, -1, nullptr) == cudaErrorInvalidValue);
         CHECK(add(nullptr, f, 4, nullptr) == cudaErrorInvalidValue);
         CHECK(add(f, f, 0, nullptr) == cudaSuccess);
+        CHECK(feed_tokens(fake_ints, fake_ints, -1, fake_ints, nullptr) == cudaErrorInvalidValue);
+        CHECK(feed_tokens(fake_ints, nullptr, 4, fake_ints, nullptr) == cudaErrorInvalidValue);
+        CHECK(feed_tokens(fake_ints, fake_ints, 4, nullptr, nullptr) == cudaErrorInvalidValue);
+        CHECK(feed_tokens(nullptr, nullptr, 0, nullptr, nullptr) == cudaSuccess);
     }
     SECTION("qk_norm_rope_kv_append") {
         RopeConfig rope;

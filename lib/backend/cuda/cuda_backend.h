@@ -15,7 +15,8 @@
 //
 // Run on an H200 by scripts/gpu-check.sh (docs/perf/gpu-runs.md); what changed after the
 // latest run listed there is UNVERIFIED on a GPU (the tensor-core GEMM paths, 2026-12-04;
-// the NVRTC attention variants, 2026-12-06).
+// the NVRTC attention variants, the tensor-core prefill, CUDA graphs and pipelined steps'
+// events, ids ring and fed tokens, 2026-12-06).
 #pragma once
 
 #include <cublas_v2.h>
