@@ -44,6 +44,7 @@ public:
         // Logit rows of the latest ids in the scratch (the step before's, which a batch's
         // fed tokens may take); 0 after a step that chose no ids.
         int64_t latest_id_rows = 0;
+        int unread_ids = 0;  // launched passes whose ids were not read yet
     };
 
     // Validates every tensor's presence, type and shape against `spec` (errors name the
@@ -68,11 +69,12 @@ public:
                  int32_t* ids_out = nullptr, const SampleRows* sampling = nullptr) const;
     // The same pass choosing ids (argmax, or drawn with `sampling`), queued without
     // waiting: its ids stay in the workspace until read_ids. A batch's fed tokens take the
-    // ids of the pass run just before on `ws`. Up to kMaxUnreadIds passes may be unread.
+    // ids of the pass run just before on `ws`. Up to kMaxUnreadIds passes may be unread,
+    // and forward() refuses a workspace with unread ones (it would read theirs).
     void launch(const BatchDesc& batch, typename B::KvStorage& kv, Workspace& ws,
                 const SampleRows* sampling = nullptr) const;
     // Waits for the oldest unread pass of `ws` and writes its n_rows ids.
-    void read_ids(Workspace& ws, int64_t n_rows, int32_t* ids) const { backend_.read_ids(ws.scratch, n_rows, ids); }
+    void read_ids(Workspace& ws, int64_t n_rows, int32_t* ids) const;
 
 private:
     // The pass up to its outputs: the logits stay in ws.logits, or with want_ids each row's

@@ -122,11 +122,13 @@ typename Decoder<B>::Workspace Decoder<B>::make_workspace(int64_t max_tokens, in
 template <Backend B>
 void Decoder<B>::forward(const BatchDesc& batch, typename B::KvStorage& kv, Workspace& ws, float* logits_out,
                          int32_t* ids_out, const SampleRows* sampling) const {
+    if (ws.unread_ids != 0)
+        fail(INLAY_ERR_INTERNAL, "forward: {} launched pass(es) of this workspace not finished", ws.unread_ids);
     if (batch.n_tokens() == 0) return;
     run(batch, kv, ws, ids_out != nullptr, sampling);
     const int64_t n_rows = batch.n_logit_rows();
     if (n_rows == 0) return;
-    if (ids_out) backend_.read_ids(ws.scratch, n_rows, ids_out);
+    if (ids_out) read_ids(ws, n_rows, ids_out);
     if (logits_out) backend_.read(ws.logits, 0, n_rows * spec_.n_vocab, logits_out);
 }
 
@@ -136,6 +138,13 @@ void Decoder<B>::launch(const BatchDesc& batch, typename B::KvStorage& kv, Works
     if (batch.n_tokens() == 0) fail(INLAY_ERR_INTERNAL, "launch: an empty batch");
     if (batch.n_logit_rows() == 0) fail(INLAY_ERR_INTERNAL, "launch: a pass that chooses no ids");
     run(batch, kv, ws, true, sampling);
+}
+
+template <Backend B>
+void Decoder<B>::read_ids(Workspace& ws, int64_t n_rows, int32_t* ids) const {
+    if (ws.unread_ids == 0) fail(INLAY_ERR_INTERNAL, "read_ids: no pass of this workspace waits");
+    --ws.unread_ids;  // the backend frees the slot whether the read succeeds or not
+    backend_.read_ids(ws.scratch, n_rows, ids);
 }
 
 template <Backend B>
@@ -213,6 +222,7 @@ void Decoder<B>::run(const BatchDesc& batch, typename B::KvStorage& kv, Workspac
     if (n_rows == 0 || !want_ids) return;
     if (sampling) b.sample_rows(ws.logits, n_rows, s.n_vocab, *sampling, ws.scratch);
     else b.argmax_rows(ws.logits, n_rows, s.n_vocab, ws.scratch);
+    ++ws.unread_ids;
     ws.latest_id_rows = n_rows;
 }
 

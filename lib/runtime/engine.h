@@ -177,6 +177,7 @@ private:
         inlay_status status = INLAY_OK;
         std::string error;
         std::chrono::steady_clock::time_point launched{};
+        std::vector<BlockId> pinned;  // blocks its entries write, held until it is done
     };
 
     void scheduler_loop();
@@ -201,9 +202,10 @@ private:
     // Whether the entry's sequence could go on decoding in pipelined steps from here.
     [[nodiscard]] bool pipelinable(const Entry& e) const;
     // The step after queued_.plan, planned while it runs: every entry's next decode token,
-    // fed from its row; false (nothing planned or reserved) when anything calls for a
-    // normal step first (admissions, cancels, a stop ahead, a pause, too few free blocks).
-    bool plan_successor_locked(std::vector<Entry>& next);
+    // fed from its row, and `pins` the blocks they write (retained); false (nothing
+    // planned, pinned or reserved) when anything calls for a normal step first
+    // (admissions, cancels, a stop ahead, a pause, too few free blocks).
+    bool plan_successor_locked(std::vector<Entry>& next, std::vector<BlockId>& pins);
     // Queues `plan` on the executor (no lock): queued_ takes it.
     void launch_queued(std::vector<Entry>& plan, QueuedStep& step);
     // Waits for a queued step's ids (no lock), then applies it (lock held).

@@ -66,11 +66,6 @@ int32_t KvBlockPool::add_owner(std::function<void()> on_pressure) {
     return static_cast<int32_t>(owners_.size() - 1);
 }
 
-int64_t KvBlockPool::n_owners() const {
-    std::lock_guard lock(mutex_);
-    return std::count_if(owners_.begin(), owners_.end(), [](const Owner& o) { return o.live; });
-}
-
 void KvBlockPool::remove_owner(int32_t owner) {
     std::lock_guard lock(mutex_);
     Owner& o = owner_ref(owner);

@@ -71,8 +71,6 @@ public:
     [[nodiscard]] int64_t available(int32_t owner) const;
     // Blocks held by owners other than `owner`.
     [[nodiscard]] int64_t held_by_others(int32_t owner) const;
-    // Owners registered now.
-    [[nodiscard]] int64_t n_owners() const;
 
     // A fresh block for owner with one reference (its contents are stale), evicting the
     // least recently released cached block if nothing is free; nullopt when none can be

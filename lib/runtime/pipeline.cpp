@@ -12,11 +12,12 @@
 //  - The successor's blocks come from free (or evictable) blocks only: planning it never
 //    preempts or releases a sequence that the running step still writes.
 //  - A request that stops at step N (end of generation, an error) had step N+1 computed
-//    for nothing: its entry is dropped when N+1 is applied (Request::done_), and the
-//    block N+1 writes may return to the pool at once, because every later use of it is
-//    queued behind N+1 on the same stream, or (the CPU) N+1 is done before it returns.
-//    Only an engine that is its pool's sole owner pipelines: another engine's backend
-//    would write on another stream.
+//    for nothing: its entry is dropped when N+1 is applied (Request::done_). The block
+//    each entry of N+1 writes is pinned (one more reference) until N+1's ids are back, so
+//    however its sequence releases it meanwhile (the request's end, or the caller closing
+//    or truncating the idle sequence), no other sequence or engine sharing the pool can
+//    be given it while N+1 still writes it. What else N+1 reads of such a sequence may
+//    change under it: only rows that are thrown away read it.
 #include <algorithm>
 #include <cstdlib>
 #include <string_view>
@@ -58,10 +59,10 @@ bool Engine::pipelinable(const Entry& e) const {
     return options_.sample_on_device && sampler.device_samplable() && !penalties_active(sampler.params());
 }
 
-bool Engine::plan_successor_locked(std::vector<Entry>& next) {
+bool Engine::plan_successor_locked(std::vector<Entry>& next, std::vector<BlockId>& pins) {
     std::vector<Entry>& prev = queued_.plan;
     if (queued_.status != INLAY_OK || !pipelining() || stop_ || !waiting_.empty() ||
-        cap_changed_.load(std::memory_order_acquire) || pool_->n_owners() != 1 || running_.size() != prev.size())
+        cap_changed_.load(std::memory_order_acquire) || running_.size() != prev.size())
         return false;
     int64_t need = 0;
     for (const Entry& e : prev) {
@@ -95,6 +96,9 @@ bool Engine::plan_successor_locked(std::vector<Entry>& next) {
         n.n = 1;
         n.n_rows = 1;
         n.fed_row = e.row;
+        const BlockId written = seq.blocks_[static_cast<size_t>(n.start / block_size_)];
+        pool_->retain(written);
+        pins.push_back(written);
         next.push_back(std::move(n));
     }
     for (Entry& e : prev) e.followed = true;
@@ -142,6 +146,7 @@ void Engine::finish_queued(QueuedStep& step, std::unique_lock<std::mutex>& lock)
             step.error = e.what();
         }
     }
+    pool_->release_all(step.pinned);  // the step is done (or never ran): its blocks are free to go
     // A step's time: from when the device could start on it (its launch, or the end of
     // the step before it) to its ids.
     const auto now = Clock::now();
@@ -156,10 +161,14 @@ void Engine::finish_queued(QueuedStep& step, std::unique_lock<std::mutex>& lock)
 
 void Engine::pipeline_turn(std::unique_lock<std::mutex>& lock) {
     std::vector<Entry> next;
-    const bool more = plan_successor_locked(next);
+    std::vector<BlockId> pins;
+    const bool more = plan_successor_locked(next, pins);
     lock.unlock();
     QueuedStep successor;
-    if (more) launch_queued(next, successor);
+    if (more) {
+        launch_queued(next, successor);
+        successor.pinned = std::move(pins);
+    }
     // queued_ is applied under the lock; its successor (if any) is on the device meanwhile.
     QueuedStep done = std::move(queued_);
     queued_ = QueuedStep{};

@@ -491,13 +491,15 @@ TEMPLATE_TEST_CASE("ids wait in a ring of two; fed tokens take the latest ids", 
 
     // Reads come oldest first, each with its own row count.
     std::vector<int32_t> ids(3, -7);
-    REQUIRE(status_of([&] { b->read_ids(scratch, 2, ids.data()); }) == INLAY_ERR_INTERNAL);  // the oldest has 3
     b->read_ids(scratch, 3, ids.data());
     REQUIRE(ids == std::vector<int32_t>{7, 2, 5});
+    b->argmax_rows(first, 3, n_cols, scratch);  // a slot is free again
     ids.assign(3, -7);
     b->read_ids(scratch, 2, ids.data());
     REQUIRE(ids[0] == 4);
     REQUIRE(ids[1] == -1);
+    // A read of the wrong size is refused, and frees its slot all the same.
+    REQUIRE(status_of([&] { b->read_ids(scratch, 2, ids.data()); }) == INLAY_ERR_INTERNAL);  // the oldest has 3
     REQUIRE(status_of([&] { b->read_ids(scratch, 3, ids.data()); }) == INLAY_ERR_INTERNAL);  // nothing waits
 }
 

@@ -324,6 +324,8 @@ TEST_CASE("CUDA graphs record a step shape from its second step on, GEMV-sized s
     CHECK_FALSE(planner.should_capture(StepShape{4, 1, 16}, 8));  // other logit rows: another shape
     CHECK_FALSE(planner.should_capture(StepShape{1, 1, 32}, 8));  // another KV geometry: another shape
     CHECK(planner.should_capture(StepShape{1, 1, 32}, 8));
+    CHECK_FALSE(planner.should_capture(StepShape{1, 1, 32, true}, 8));  // fed tokens: another shape
+    CHECK(planner.should_capture(StepShape{1, 1, 32, true}, 8));
     CHECK_FALSE(planner.should_capture(StepShape{9, 1, 16}, 8));  // cuBLAS GEMMs: never
     CHECK_FALSE(planner.should_capture(StepShape{9, 1, 16}, 8));
     CHECK_FALSE(planner.should_capture(StepShape{0, 0, 16}, 8));

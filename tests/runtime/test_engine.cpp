@@ -652,6 +652,9 @@ TEST_CASE("pipelined steps give the tokens and stops of plain steps", "[engine][
                 out[static_cast<size_t>(i)] = s.generate(prompts[static_cast<size_t>(i)], opts_for(i));
             });
         for (auto& t : threads) t.join();
+        // Every block comes back: a step queued for a request that stopped keeps the block
+        // it writes only until that step is done.
+        wait_for_state([&] { return engine->metrics().blocks_held == 0; }, "every KV block released");
         return std::make_pair(out, engine->metrics());
     };
     const auto [plain, plain_metrics] = run(EngineOptions::Pipelining::never);
@@ -668,8 +671,6 @@ TEST_CASE("pipelined steps give the tokens and stops of plain steps", "[engine][
         if (plain[i].stop_reason == StopReason::end_of_generation) ++eog;
     }
     REQUIRE(eog >= 2);  // the case the pipeline must undo happened
-    // The pool is whole again: no block of a step computed for nothing was kept.
-    REQUIRE(piped_metrics.blocks_held == 0);
 }
 
 TEST_CASE("penalties, speculation and teacher forcing keep plain steps", "[engine][pipeline]") {

@@ -1,5 +1,6 @@
 #include "support/test_paths.h"
 
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
@@ -33,7 +34,11 @@ std::string read_file(const std::filesystem::path& path) {
 }
 
 std::filesystem::path scratch_dir(const std::string& name) {
-    auto dir = binary_dir() / "test-scratch" / name;
+    // A second ctest registration of the same program (another environment) runs beside
+    // the first and names its own folder, so the two never share files.
+    auto root = binary_dir() / "test-scratch";
+    if (const char* tag = std::getenv("INLAY_TEST_SCRATCH_TAG"); tag && *tag) root /= tag;
+    auto dir = root / name;
     std::filesystem::remove_all(dir);
     std::filesystem::create_directories(dir);
     return dir;

@@ -234,8 +234,8 @@ void CpuBackend::read_ids(Scratch& scratch, int64_t n_rows, int32_t* ids) {
     if (scratch.unread == 0) fail(INLAY_ERR_INTERNAL, "read_ids: no ids are waiting");
     const int oldest = (scratch.next_ids - scratch.unread + kMaxUnreadIds) % kMaxUnreadIds;
     const int64_t rows = scratch.id_rows[static_cast<size_t>(oldest)];
+    --scratch.unread;  // read or refused: the slot is free again either way
     if (rows != n_rows) fail(INLAY_ERR_INTERNAL, "read_ids: {} rows asked, the step had {}", n_rows, rows);
-    --scratch.unread;
     std::copy_n(scratch.ids[static_cast<size_t>(oldest)].data(), rows, ids);
 }
 

@@ -196,13 +196,15 @@ CudaBackend::Scratch CudaBackend::alloc_scratch(const ScratchShape& shape) {
             cuda_backend::pinned_alloc(static_cast<size_t>(s.ids_rows) * sizeof(int32_t), "row ids (host)");
         s.ids_copied[static_cast<size_t>(i)] = cuda_backend::event_create("row ids copied");
     }
-    s.sample_staged = cuda_backend::event_create("sampling parameters staged");
     const size_t param_bytes = static_cast<size_t>(s.ids_rows) * sizeof(cuda::SampleRowParams);
-    s.sample_params = cuda_backend::device_alloc(param_bytes, "sampling parameters");
-    s.sample_params_host = cuda_backend::pinned_alloc(param_bytes, "sampling parameters (host)");
     const size_t penalty_bytes = static_cast<size_t>(kMaxSamplePenalties) * sizeof(cuda::PenaltyPair);
+    s.sample_params = cuda_backend::device_alloc(param_bytes, "sampling parameters");
     s.penalties = cuda_backend::device_alloc(penalty_bytes, "sampling penalties");
-    s.penalties_host = cuda_backend::pinned_alloc(penalty_bytes, "sampling penalties (host)");
+    for (size_t i = 0; i < kMaxUnreadIds; ++i) {
+        s.sample_params_host[i] = cuda_backend::pinned_alloc(param_bytes, "sampling parameters (host)");
+        s.penalties_host[i] = cuda_backend::pinned_alloc(penalty_bytes, "sampling penalties (host)");
+        s.sample_staged[i] = cuda_backend::event_create("sampling parameters staged");
+    }
     if (shape.max_tokens > cuda_backend::kGemvMaxTokens) {
         constexpr int64_t kDequantHalves = int64_t{32} << 20;  // 64 MiB of f16 rows per GEMM
         s.half_x_elems = shape.max_tokens * shape.max_in;
@@ -233,7 +235,6 @@ void CudaBackend::prepare_batch(const BatchDesc& desc, const BatchLimits& limits
     const cuda_backend::BatchOffsets offsets = cuda_backend::batch_offsets(desc);
     if (offsets.total > batch.capacity) {
         const size_t capacity = std::max(offsets.total, batch.capacity * 2);
-        batch.device = device_alloc(capacity * sizeof(int32_t), "batch");
         // The old block may still be read by queued passes: they finish before it is freed.
         check_cuda(cudaStreamSynchronize(stream_), "cudaStreamSynchronize (batch grows)");
         batch.device = device_alloc(capacity * sizeof(int32_t), "batch");
@@ -291,7 +292,7 @@ bool CudaBackend::graph_begin(Batch& batch, const KvStorage& kv, const Scratch& 
     };
     // Up to kGemvMaxTokens tokens every op is a kernel of ours (no cuBLAS GEMM).
     const cuda_backend::StepShape shape{batch.n_tokens, static_cast<int64_t>(batch.logit_rows.size()),
-                                        batch.block_size};
+                                        batch.block_size, batch.fed};
     return batch.graphs->begin(stream_, shape, cuda_backend::kGemvMaxTokens, signature);
 }
 

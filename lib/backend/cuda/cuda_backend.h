@@ -129,13 +129,16 @@ public:
         int unread = 0;
         int64_t ids_rows = 0;
         // sample_rows: the rows' parameters (ids_rows of them) and the step's penalty
-        // entries (kMaxSamplePenalties), staged in pinned memory and copied once a step;
-        // the staging is rewritten only after the event of the last copy.
+        // entries (kMaxSamplePenalties), staged in pinned memory and copied once a step.
+        // Two staging slots taken in turn, each rewritten only after the event of its last
+        // copy: that copy follows its pass's forward, so with one slot a pipelined step's
+        // sampling would wait for the step before to end.
         cuda_backend::DevicePtr sample_params;
-        cuda_backend::PinnedPtr sample_params_host;
         cuda_backend::DevicePtr penalties;
-        cuda_backend::PinnedPtr penalties_host;
-        cuda_backend::EventPtr sample_staged;
+        std::array<cuda_backend::PinnedPtr, kMaxUnreadIds> sample_params_host;
+        std::array<cuda_backend::PinnedPtr, kMaxUnreadIds> penalties_host;
+        std::array<cuda_backend::EventPtr, kMaxUnreadIds> sample_staged;
+        int next_staging = 0;
     };
 
     // One stream and one cuBLAS handle: forward passes are serialised by the executor.

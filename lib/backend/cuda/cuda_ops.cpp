@@ -302,9 +302,9 @@ void CudaBackend::read_ids(Scratch& scratch, int64_t n_rows, int32_t* ids) {
     if (scratch.unread == 0) fail(INLAY_ERR_INTERNAL, "read_ids: no ids are waiting");
     const auto oldest = static_cast<size_t>((scratch.next_ids - scratch.unread + kMaxUnreadIds) % kMaxUnreadIds);
     const int64_t rows = scratch.id_rows[oldest];
+    --scratch.unread;  // read, refused or failed: the slot is free again either way
     if (rows != n_rows) fail(INLAY_ERR_INTERNAL, "read_ids: {} rows asked, the step had {}", n_rows, rows);
     make_current();
-    --scratch.unread;  // read or failed: the slot is free again either way
     check_cuda(cudaEventSynchronize(scratch.ids_copied[oldest].get()), "cudaEventSynchronize (row ids)");
     std::memcpy(ids, scratch.ids_host[oldest].get(), static_cast<size_t>(rows) * sizeof(int32_t));
 }
@@ -326,13 +326,15 @@ void CudaBackend::sample_rows(Buffer& logits, int64_t n_rows, int64_t n_cols, co
     check_ids_slot(scratch, n_rows, "sample_rows");
     make_current();
     if (n_rows > 0) {
-        // The staging buffers are rewritten once the stream has consumed their last copy
-        // (queued in the pass before: a pipelined step's predecessor may still be running).
-        check_cuda(cudaEventSynchronize(scratch.sample_staged.get()), "cudaEventSynchronize (sampling staging)");
-        auto* params = static_cast<cuda::SampleRowParams*>(scratch.sample_params_host.get());
+        // This slot's staging is rewritten once the stream has consumed its last copy (two
+        // passes ago: the pass before, a pipelined step's predecessor, may still be running).
+        const auto slot = static_cast<size_t>(scratch.next_staging);
+        scratch.next_staging = (scratch.next_staging + 1) % kMaxUnreadIds;
+        check_cuda(cudaEventSynchronize(scratch.sample_staged[slot].get()), "cudaEventSynchronize (sampling staging)");
+        auto* params = static_cast<cuda::SampleRowParams*>(scratch.sample_params_host[slot].get());
         for (int64_t r = 0; r < n_rows; ++r)
             params[r] = cuda_backend::sample_row_params(rows.rows[static_cast<size_t>(r)]);
-        auto* pairs = static_cast<cuda::PenaltyPair*>(scratch.penalties_host.get());
+        auto* pairs = static_cast<cuda::PenaltyPair*>(scratch.penalties_host[slot].get());
         for (size_t i = 0; i < rows.penalties.size(); ++i)
             pairs[i] = {rows.penalties[i].token, rows.penalties[i].count};
         check_cuda(cudaMemcpyAsync(scratch.sample_params.get(), params,
@@ -344,7 +346,7 @@ void CudaBackend::sample_rows(Buffer& logits, int64_t n_rows, int64_t n_cols, co
                                        rows.penalties.size() * sizeof(cuda::PenaltyPair), cudaMemcpyHostToDevice,
                                        stream_),
                        "cudaMemcpyAsync (sampling penalties)");
-        check_cuda(cudaEventRecord(scratch.sample_staged.get(), stream_), "cudaEventRecord (sampling staging)");
+        check_cuda(cudaEventRecord(scratch.sample_staged[slot].get(), stream_), "cudaEventRecord (sampling staging)");
         check_cuda(cuda::sample_rows(logits.ptr(), n_rows, n_cols, n_cols,
                                      static_cast<const cuda::SampleRowParams*>(scratch.sample_params.get()),
                                      static_cast<const cuda::PenaltyPair*>(scratch.penalties.get()),

@@ -39,11 +39,15 @@ namespace inlay::cuda_backend {
 
 // The launch shape of a step: steps of one shape usually record the same topology. The
 // KV block size is part of it because a store of another geometry may need an attention
-// kernel loaded on its first step, which must not happen while recording.
+// kernel loaded on its first step, which must not happen while recording; whether the
+// step feeds its tokens (a pipelined step) too, as that adds a kernel: pipelined and plain
+// steps keep a graph each instead of rebuilding one at every switch, and the feed kernel
+// first runs outside a recording.
 struct StepShape {
     int64_t n_tokens = 0;
     int64_t n_logit_rows = 0;
     int64_t kv_block_size = 0;
+    bool fed_tokens = false;
     auto operator<=>(const StepShape&) const = default;
 };
 
