@@ -179,6 +179,9 @@ run() {
   run_step capi_device 60 "$t/test_capi_device"
   run_step model 180 "$t/test_model"
   run_step runtime 180 "$t/test_runtime"
+  # On the device the engine pipelines its decode steps (runtime/pipeline.cpp); the same
+  # suite without, so that a fault of the pipeline shows apart from the rest.
+  run_step runtime_unpipelined 180 env INLAY_PIPELINING=never INLAY_TEST_SCRATCH_TAG=unpipelined "$t/test_runtime"
   for c in "$t"/test_capi_*; do
     [ "$(basename "$c")" = test_capi_device ] && continue
     run_step "$(basename "$c" | sed 's/^test_//')" 60 "$c"
