@@ -49,14 +49,20 @@ inline std::shared_ptr<const Model> tiny_model(const TinyLlamaOptions& options, 
     return load_model_file(path, n_threads);
 }
 
-inline std::shared_ptr<Engine> small_engine(const std::shared_ptr<const Model>& model, int64_t blocks,
-                                            int64_t step_tokens = 512, int64_t block_size = 16) {
+// An engine with `options` over a private pool of `blocks` blocks of block_size tokens.
+inline std::shared_ptr<Engine> engine_with(const std::shared_ptr<const Model>& model, int64_t blocks,
+                                           const EngineOptions& options, int64_t block_size = 16) {
     KvPoolOptions po;
     po.budget_blocks = blocks;
     po.block_size = block_size;
+    return std::make_shared<Engine>(model, make_kv_pool(model->executor(), po), options);
+}
+
+inline std::shared_ptr<Engine> small_engine(const std::shared_ptr<const Model>& model, int64_t blocks,
+                                            int64_t step_tokens = 512, int64_t block_size = 16) {
     EngineOptions eo;
     eo.step_tokens = step_tokens;
-    return std::make_shared<Engine>(model, make_kv_pool(model->executor(), po), eo);
+    return engine_with(model, blocks, eo, block_size);
 }
 
 // Greedy continuation of `prompt` computed without the engine: Executor::eval on a

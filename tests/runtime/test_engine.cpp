@@ -590,12 +590,9 @@ TEST_CASE("sampling on the device gives the host sampler's tokens", "[engine][sa
         return g;
     };
     auto run = [&](bool on_device) {
-        KvPoolOptions po;
-        po.budget_blocks = 256;
-        po.block_size = 16;
         EngineOptions eo;
         eo.sample_on_device = on_device;
-        auto engine = std::make_shared<Engine>(model, make_kv_pool(model->executor(), po), eo);
+        auto engine = engine_with(model, 256, eo);
         std::vector<std::vector<int32_t>> out(8);
         std::vector<std::thread> threads;
         for (int i = 0; i < 8; ++i)
@@ -638,12 +635,9 @@ TEST_CASE("pipelined steps give the tokens and stops of plain steps", "[engine][
         return g;
     };
     auto run = [&](EngineOptions::Pipelining mode) {
-        KvPoolOptions po;
-        po.budget_blocks = 512;
-        po.block_size = 16;
         EngineOptions eo;
         eo.pipelining = mode;
-        auto engine = std::make_shared<Engine>(model, make_kv_pool(model->executor(), po), eo);
+        auto engine = engine_with(model, 512, eo);
         std::vector<GenerateResult> out(8);
         std::vector<std::thread> threads;
         for (int i = 0; i < 8; ++i)
@@ -677,12 +671,9 @@ TEST_CASE("penalties, speculation and teacher forcing keep plain steps", "[engin
     TinyLlamaOptions o;
     const auto model = tiny_model(o, "pipeline-plain");
     const auto n_vocab = static_cast<int32_t>(o.n_vocab);
-    KvPoolOptions po;
-    po.budget_blocks = 256;
-    po.block_size = 16;
     EngineOptions eo;
     eo.pipelining = EngineOptions::Pipelining::always;
-    auto engine = std::make_shared<Engine>(model, make_kv_pool(model->executor(), po), eo);
+    auto engine = engine_with(model, 256, eo);
     Session s(engine, 0);
     GenerateOptions g = greedy(12);
     g.sampling.repeat_penalty = 1.3f;  // the next row's penalties need the token before it
