@@ -127,6 +127,8 @@ INLAY_API inlay_status inlay_model_get_metrics(const inlay_model* model, inlay_m
         out.draft_acceptance_rate = m.speculation.acceptance_rate();
         out.draft_passes = m.draft_passes;
         out.draft_seconds = m.draft_seconds;
+        out.steps_ids_only = m.argmax_steps + m.sampled_steps;
+        out.steps_pipelined = m.pipelined_steps;
         inlay::capi::write_out(metrics, out);
     });
 }

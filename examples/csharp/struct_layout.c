@@ -55,6 +55,8 @@ int main(void) {
     F(inlay_metrics, generated_tokens_per_s); F(inlay_metrics, draft_rounds); F(inlay_metrics, draft_tokens_proposed);
     F(inlay_metrics, draft_tokens_accepted); F(inlay_metrics, draft_acceptance_rate); F(inlay_metrics, draft_passes);
     F(inlay_metrics, draft_seconds);
+    F(inlay_metrics, steps_ids_only);
+    F(inlay_metrics, steps_pipelined);
 
     S(inlay_chat_message);
     F(inlay_chat_message, role); F(inlay_chat_message, content);

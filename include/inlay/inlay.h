@@ -502,6 +502,10 @@ typedef struct inlay_metrics {
     double draft_acceptance_rate;  /* accepted / proposed; 0 when nothing was proposed */
     int64_t draft_passes;          /* forward passes of draft models */
     double draft_seconds;          /* their time */
+    /* how forward passes ran (appended) */
+    int64_t steps_ids_only;        /* tokens chosen where the logits are: only ids came back */
+    int64_t steps_pipelined;       /* queued while the pass before still ran (a GPU's steady decoding;
+                                      INLAY_PIPELINING=never turns it off, =always on the CPU too) */
 } inlay_metrics;
 
 /* Fills *metrics (metrics->struct_size must be set). Thread-safe. */

@@ -141,6 +141,8 @@ int run_concurrency_bench(const ConcurrencyBench& b) {
             {"time_to_first_token_s", {{"mean", pick(&Run::ttft_mean)}, {"max", pick(&Run::ttft_max)}}},
             {"per_token_latency_s", {{"mean", pick(&Run::per_token_mean)}, {"max", pick(&Run::per_token_max)}}},
             {"forward_passes", m.steps},
+            {"forward_passes_pipelined", m.steps_pipelined},
+            {"forward_passes_ids_only", m.steps_ids_only},
             {"step_seconds_mean", m.step_seconds_mean},
             {"step_seconds_max", m.step_seconds_max},
             {"metrics",
@@ -169,9 +171,10 @@ int run_concurrency_bench(const ConcurrencyBench& b) {
                        pick(&Run::ttft_max) * 1e3);
     out += fmt::format("  per later token    {:10.1f} ms mean, {:.1f} ms max (per session)\n",
                        pick(&Run::per_token_mean) * 1e3, pick(&Run::per_token_max) * 1e3);
-    out += fmt::format("  forward passes {}, {:.1f} ms each ({:.1f} ms max); load {:.3f} s, peak RSS {:.1f} MiB\n",
-                       m.steps, m.step_seconds_mean * 1e3, m.step_seconds_max * 1e3, load_s,
-                       static_cast<double>(rss) / (1024.0 * 1024.0));
+    out += fmt::format("  forward passes {} ({} pipelined, {} ids only), {:.1f} ms each ({:.1f} ms max); load {:.3f} s, "
+                       "peak RSS {:.1f} MiB\n",
+                       m.steps, m.steps_pipelined, m.steps_ids_only, m.step_seconds_mean * 1e3,
+                       m.step_seconds_max * 1e3, load_s, static_cast<double>(rss) / (1024.0 * 1024.0));
     out += fmt::format("  KV blocks {} total, {} free ({} cached), {} shared; preemptions {}; tokens prefilled {}, "
                        "generated {}, prefix reused {}\n",
                        m.blocks_total, m.blocks_free, m.blocks_cached, m.blocks_shared, m.preemptions,

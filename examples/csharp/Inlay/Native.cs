@@ -142,6 +142,8 @@ namespace Inlay
             public double draft_acceptance_rate;
             public long draft_passes;
             public double draft_seconds;
+            public long steps_ids_only;
+            public long steps_pipelined;
         }
 
         [StructLayout(LayoutKind.Sequential)]

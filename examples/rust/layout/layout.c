@@ -136,6 +136,8 @@ int main(void) {
     FIELD(inlay_metrics, draft_acceptance_rate);
     FIELD(inlay_metrics, draft_passes);
     FIELD(inlay_metrics, draft_seconds);
+    FIELD(inlay_metrics, steps_ids_only);
+    FIELD(inlay_metrics, steps_pipelined);
 
     STRUCT(inlay_speculation_stats);
     FIELD(inlay_speculation_stats, struct_size);

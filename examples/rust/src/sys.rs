@@ -231,6 +231,8 @@ pub struct inlay_metrics {
     pub draft_acceptance_rate: f64,
     pub draft_passes: i64,
     pub draft_seconds: f64,
+    pub steps_ids_only: i64,
+    pub steps_pipelined: i64,
 }
 
 #[repr(C)]

@@ -67,7 +67,8 @@ fn declarations_match_the_c_header() {
             block_cap, block_size, sessions, sequences_running, sequences_waiting, preemptions, kv_full_failures,
             tokens_prefilled, tokens_generated, prefix_tokens_reused, steps, step_seconds_mean, step_seconds_max,
             step_seconds_last, busy_seconds, generated_tokens_per_s, draft_rounds, draft_tokens_proposed,
-            draft_tokens_accepted, draft_acceptance_rate, draft_passes, draft_seconds }
+            draft_tokens_accepted, draft_acceptance_rate, draft_passes, draft_seconds, steps_ids_only,
+            steps_pipelined }
         inlay_speculation_stats { struct_size, rounds, tokens_proposed, tokens_accepted, acceptance_rate }
         inlay_chat_message { role, content }
         inlay_chat_params { struct_size, thinking, add_generation_prompt, chat_template }
