@@ -320,6 +320,9 @@ void Engine::finish(Request& request, int64_t keep) {
             lock.lock();
             request.cv_.wait(lock, [&] { return request.ended_; });
         }
+        // A pipelined step queued before the request ended may still write a block of its
+        // sequence: the caller gets the sequence (to close, fork or save) once it is done.
+        request.cv_.wait(lock, [&] { return request.queued_steps_ == 0; });
     }
     std::lock_guard lock(mutex_);
     Sequence& seq = *request.seq_;

@@ -208,6 +208,9 @@ private:
     bool plan_successor_locked(std::vector<Entry>& next, std::vector<BlockId>& pins);
     // Queues `plan` on the executor (no lock): queued_ takes it.
     void launch_queued(std::vector<Entry>& plan, QueuedStep& step);
+    // Releases what a queued step held while it ran: its pinned blocks, and (a successor)
+    // its requests' count of queued steps, waking Engine::finish.
+    void release_queued(QueuedStep& step);
     // Waits for a queued step's ids (no lock), then applies it (lock held).
     void finish_queued(QueuedStep& step, std::unique_lock<std::mutex>& lock);
     // One turn of the scheduler while a step is queued.

@@ -6,9 +6,11 @@
 // What makes it safe:
 //  - Only steady decoding is pipelined: every sequence of the step decodes a token chosen
 //    where the logits are (greedy, or sampled without penalties, whose rows need no
-//    history the host has not seen yet), none speculates, no request waits to be admitted,
-//    none is cancelled, paused or about to hit max_tokens or its context. Anything else
-//    drains the pipeline: the queued step is applied, then a normal step is planned.
+//    history the host has not seen yet), none speculates, no request waits to be admitted
+//    and none is cancelled. A sequence about to hit max_tokens or its context, or to pause
+//    (its caller behind), sits the next step out. Anything else drains the pipeline: the
+//    queued step is applied, then a normal step is planned (also when a running request
+//    outside the pipeline could run again).
 //  - The successor's blocks come from free (or evictable) blocks only: planning it never
 //    preempts or releases a sequence that the running step still writes.
 //  - A request that stops at step N (end of generation, an error) had step N+1 computed
@@ -16,8 +18,9 @@
 //    each entry of N+1 writes is pinned (one more reference) until N+1's ids are back, so
 //    however its sequence releases it meanwhile (the request's end, or the caller closing
 //    or truncating the idle sequence), no other sequence or engine sharing the pool can
-//    be given it while N+1 still writes it. What else N+1 reads of such a sequence may
-//    change under it: only rows that are thrown away read it.
+//    be given it while N+1 still writes it, and Engine::finish hands the request back to
+//    its caller only once N+1 is done. What else N+1 reads of such a sequence may change
+//    under it: only rows that are thrown away read it.
 #include <algorithm>
 #include <cstdlib>
 #include <string_view>
@@ -62,46 +65,65 @@ bool Engine::pipelinable(const Entry& e) const {
 bool Engine::plan_successor_locked(std::vector<Entry>& next, std::vector<BlockId>& pins) {
     std::vector<Entry>& prev = queued_.plan;
     if (queued_.status != INLAY_OK || !pipelining() || stop_ || !waiting_.empty() ||
-        cap_changed_.load(std::memory_order_acquire) || running_.size() != prev.size())
+        cap_changed_.load(std::memory_order_acquire))
         return false;
+    auto queued = [&](const Request* r) {
+        return std::any_of(prev.begin(), prev.end(), [&](const Entry& e) { return e.req.get() == r; });
+    };
+    // A running request outside the queued step that could run now is planned by a normal
+    // step: drain (one that is paused, its caller behind, waits either way).
+    for (const auto& r : running_)
+        if (!queued(r.get()) && !paused(*r)) return false;
+    // The queued step's requests that go on: not ended, not cancelled (reaped by a normal
+    // turn), and not about to stop or pause with the token being computed (those simply
+    // sit this step out).
+    std::vector<Entry*> go;
     int64_t need = 0;
-    for (const Entry& e : prev) {
+    for (Entry& e : prev) {
         const Request& req = *e.req;
-        if (req.done_ || req.cancel_requested() || !pipelinable(e)) return false;
+        if (req.done_) continue;
+        if (req.cancel_requested() || !pipelinable(e)) return false;
         const Sequence& seq = *req.seq_;
         // The length once e's token (not known yet) joins the sequence.
         const auto length = static_cast<int64_t>(seq.tokens_.size()) + 1;
-        if (static_cast<int64_t>(req.generated.size()) + 1 >= req.max_tokens) return false;  // e's token is the last
-        if (length >= seq.context_length_) return false;                                      // no room after it
-        if (req.produced_.load(std::memory_order_acquire) + 1 - req.taken() >= req.lookahead) return false;  // pauses
+        if (static_cast<int64_t>(req.generated.size()) + 1 >= req.max_tokens) continue;  // e's token is the last
+        if (length >= seq.context_length_) continue;                                      // no room after it
+        if (req.produced_.load(std::memory_order_acquire) + 1 - req.taken() >= req.lookahead) continue;  // pauses
         need += Sequence::blocks_for(length, block_size_) - static_cast<int64_t>(seq.blocks_.size());
+        go.push_back(&e);
     }
-    if (pool_->available(owner_) < need) return false;
-    next.clear();
-    for (Entry& e : prev) {
-        Request& req = *e.req;
-        Sequence& seq = *req.seq_;
+    if (go.empty() || pool_->available(owner_) < need) return false;
+    for (Entry* e : go) {
+        Sequence& seq = *e->req->seq_;
         const int64_t grow =
-            Sequence::blocks_for(e.start + e.n + 1, block_size_) - static_cast<int64_t>(seq.blocks_.size());
-        if (grow > 0) {
-            std::vector<BlockId> fresh;
-            // available() counted them; should the pool still say no, the entries already
-            // extended keep their extra block until their next apply releases it.
-            if (!pool_->allocate_n(owner_, grow, fresh)) return false;
-            seq.blocks_.insert(seq.blocks_.end(), fresh.begin(), fresh.end());
-        }
+            Sequence::blocks_for(e->start + e->n + 1, block_size_) - static_cast<int64_t>(seq.blocks_.size());
+        if (grow <= 0) continue;
+        std::vector<BlockId> fresh;
+        // available() counted them; should the pool still say no, the sequences already
+        // extended keep their extra block until their entry's apply releases it.
+        if (!pool_->allocate_n(owner_, grow, fresh)) return false;
+        seq.blocks_.insert(seq.blocks_.end(), fresh.begin(), fresh.end());
+    }
+    next.clear();
+    for (Entry* e : go) {
+        Request& req = *e->req;
+        const Sequence& seq = *req.seq_;
         Entry n;
-        n.req = e.req;
-        n.start = e.start + e.n;
+        n.req = e->req;
+        n.start = e->start + e->n;
         n.n = 1;
         n.n_rows = 1;
-        n.fed_row = e.row;
+        n.fed_row = e->row;
         const BlockId written = seq.blocks_[static_cast<size_t>(n.start / block_size_)];
         pool_->retain(written);
         pins.push_back(written);
+        {
+            std::lock_guard rlock(req.mutex_);
+            ++req.queued_steps_;
+        }
         next.push_back(std::move(n));
+        e->followed = true;
     }
-    for (Entry& e : prev) e.followed = true;
     return true;
 }
 
@@ -146,7 +168,7 @@ void Engine::finish_queued(QueuedStep& step, std::unique_lock<std::mutex>& lock)
             step.error = e.what();
         }
     }
-    pool_->release_all(step.pinned);  // the step is done (or never ran): its blocks are free to go
+    release_queued(step);  // the step is done (or never ran): its blocks are free to go
     // A step's time: from when the device could start on it (its launch, or the end of
     // the step before it) to its ids.
     const auto now = Clock::now();
@@ -157,6 +179,18 @@ void Engine::finish_queued(QueuedStep& step, std::unique_lock<std::mutex>& lock)
     step_status_ = step.status;
     step_error_ = step.error;
     apply_locked(step.plan);
+}
+
+void Engine::release_queued(QueuedStep& step) {
+    pool_->release_all(step.pinned);
+    if (step.plan.empty() || step.plan.front().fed_row < 0) return;  // not a successor: nothing counted
+    for (const Entry& e : step.plan) {
+        {
+            std::lock_guard rlock(e.req->mutex_);
+            --e.req->queued_steps_;
+        }
+        e.req->cv_.notify_all();
+    }
 }
 
 void Engine::pipeline_turn(std::unique_lock<std::mutex>& lock) {

@@ -101,6 +101,8 @@ private:
     std::condition_variable cv_;
     std::deque<int32_t> queue_;
     bool ended_ = false;           // under mutex_: the scheduler is done with the request
+    int queued_steps_ = 0;         // under mutex_: pipelined steps queued with an entry for it,
+                                   // still writing its KV (Engine::finish waits for them)
     std::atomic<bool> cancel_{false};
     std::atomic<int64_t> taken_{0};
     std::function<void()> on_taken_;  // wakes the scheduler when the caller catches up

@@ -73,7 +73,7 @@ void Engine::scheduler_loop() {
                 model_->executor().finish_step(*workspace_, queued_.n_rows, ids.data());
         } catch (const std::exception&) {
         }
-        pool_->release_all(queued_.pinned);
+        release_queued(queued_);
         queued_ = QueuedStep{};
     }
 }
