@@ -162,7 +162,7 @@ TEST_CASE("truncated, altered and foreign session files are refused", "[session_
         REQUIRE(restore_status(target, dir / "absent.session") == INLAY_ERR_IO);
         REQUIRE(restore_status(target, dir) == INLAY_ERR_IO);
         // A GGUF model is not a session either.
-        REQUIRE(restore_status(target, binary_dir() / "test-scratch" / "runtime-models-corrupt" / "corrupt.gguf") ==
+        REQUIRE(restore_status(target, scratch_root() / "runtime-models-corrupt" / "corrupt.gguf") ==
                 INLAY_ERR_BAD_FORMAT);
     }
     SECTION("a session of another model or KV geometry") {

@@ -33,12 +33,16 @@ std::string read_file(const std::filesystem::path& path) {
     return ss.str();
 }
 
-std::filesystem::path scratch_dir(const std::string& name) {
+std::filesystem::path scratch_root() {
     // A second ctest registration of the same program (another environment) runs beside
     // the first and names its own folder, so the two never share files.
     auto root = binary_dir() / "test-scratch";
     if (const char* tag = std::getenv("INLAY_TEST_SCRATCH_TAG"); tag && *tag) root /= tag;
-    auto dir = root / name;
+    return root;
+}
+
+std::filesystem::path scratch_dir(const std::string& name) {
+    auto dir = scratch_root() / name;
     std::filesystem::remove_all(dir);
     std::filesystem::create_directories(dir);
     return dir;

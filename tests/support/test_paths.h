@@ -13,8 +13,10 @@ namespace inlay::test {
 std::filesystem::path shared_dir();
 // shared_dir() / "testdata" / relative
 std::filesystem::path testdata(const std::string& relative);
-// A fresh, empty directory for this test's files under the build tree (in a subfolder
+// Where scratch_dir makes its directories: the build tree's test-scratch (in a subfolder
 // named by INLAY_TEST_SCRATCH_TAG when that is set).
+std::filesystem::path scratch_root();
+// A fresh, empty directory for this test's files under scratch_root().
 std::filesystem::path scratch_dir(const std::string& name);
 // The build directory (for built examples and tools).
 std::filesystem::path binary_dir();
