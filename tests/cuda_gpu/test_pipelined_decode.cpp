@@ -8,7 +8,7 @@
 #include "io/gguf_reader.h"
 #include "model/decoder_impl.h"
 #include "model/families/family.h"
-#include "support/gguf_fixtures.h"
+#include "support/tiny_decoder.h"
 #include "support/pipelined_decode_check.h"
 
 using namespace inlay;
@@ -18,12 +18,9 @@ TEST_CASE("pipelined decode gives the ids of plain decode (CUDA)", "[cuda][pipel
         INFO((graphs ? "graphs" : "no graphs"));
         test::TinyLlamaOptions o;
         o.weight_type = DType::Q8_0;
-        const auto bytes = test::make_tiny_llama_gguf(o);
-        const auto file = GgufFile::from_bytes(bytes, "tiny");
-        DecoderSpec spec = spec_from_gguf_metadata(file->metadata());
-        spec.n_vocab = o.n_vocab;
+        const auto tiny = test::tiny_decoder_source(o);
         CudaBackend backend(0, CudaBackend::Options{{}, graphs});
-        const Decoder<CudaBackend> decoder(backend, spec, *file);
+        const Decoder<CudaBackend> decoder(backend, tiny.spec, *tiny.file);
         test::check_pipelined_decode(decoder, backend);
     }
 }

@@ -8,7 +8,7 @@
 #include "io/gguf_reader.h"
 #include "model/decoder.h"
 #include "model/families/family.h"
-#include "support/gguf_fixtures.h"
+#include "support/tiny_decoder.h"
 #include "support/pipelined_decode_check.h"
 
 using namespace inlay;
@@ -18,12 +18,9 @@ TEST_CASE("pipelined decode gives the ids of plain decode (CPU)", "[decoder][pip
         INFO(dtype_name(type));
         test::TinyLlamaOptions o;
         o.weight_type = type;
-        const auto bytes = test::make_tiny_llama_gguf(o);
-        const auto file = GgufFile::from_bytes(bytes, "tiny");
-        DecoderSpec spec = spec_from_gguf_metadata(file->metadata());
-        spec.n_vocab = o.n_vocab;
+        const auto tiny = test::tiny_decoder_source(o);
         CpuBackend backend(2);
-        const Decoder<CpuBackend> decoder(backend, spec, *file);
+        const Decoder<CpuBackend> decoder(backend, tiny.spec, *tiny.file);
         test::check_pipelined_decode(decoder, backend);
     }
 }
