@@ -229,7 +229,9 @@ private:
     void enforce_cap_locked();
     void on_pressure();
     void notify_scheduler();
-    [[nodiscard]] bool paused(const Request& req) const;
+    // Whether the request waits for its caller to take tokens, counting `in_flight` tokens
+    // a queued step is computing for it (a pipelined successor's plan).
+    [[nodiscard]] bool paused(const Request& req, int64_t in_flight = 0) const;
     [[nodiscard]] Request* youngest_running_after(const Request& req) const;
     // Hands a sampled token (already appended to the sequence, which holds `length`
     // tokens up to and including it) to the request's queue, and ends the request when it

@@ -3,8 +3,12 @@
 #pragma once
 
 #include <cstdint>
+#include <exception>
 #include <memory>
+#include <new>
+#include <string>
 
+#include "core/error.h"
 #include "runtime/engine.h"
 
 namespace inlay {
@@ -28,5 +32,23 @@ struct Engine::Entry {
     bool followed = false;
     [[nodiscard]] bool drafts() const { return k_max > 0 || draft_catchup > 0; }
 };
+
+// Runs one of a step's executor calls, turning what it throws into the step's status and
+// message (the requests of a failed step end with them).
+template <class F>
+void run_step_call(F&& call, inlay_status& status, std::string& error) {
+    try {
+        call();
+    } catch (const Error& e) {
+        status = e.status();
+        error = e.what();
+    } catch (const std::bad_alloc&) {
+        status = INLAY_ERR_OUT_OF_MEMORY;
+        error = "out of memory during a forward pass";
+    } catch (const std::exception& e) {
+        status = INLAY_ERR_INTERNAL;
+        error = e.what();
+    }
+}
 
 }  // namespace inlay

@@ -88,7 +88,7 @@ bool Engine::plan_successor_locked(std::vector<Entry>& next, std::vector<BlockId
         const auto length = static_cast<int64_t>(seq.tokens_.size()) + 1;
         if (static_cast<int64_t>(req.generated.size()) + 1 >= req.max_tokens) continue;  // e's token is the last
         if (length >= seq.context_length_) continue;                                      // no room after it
-        if (req.produced_.load(std::memory_order_acquire) + 1 - req.taken() >= req.lookahead) continue;  // pauses
+        if (paused(req, 1)) continue;  // e's token pauses it
         need += Sequence::blocks_for(length, block_size_) - static_cast<int64_t>(seq.blocks_.size());
         go.push_back(&e);
     }
@@ -135,39 +135,23 @@ void Engine::launch_queued(std::vector<Entry>& plan, QueuedStep& step) {
     step.error.clear();
     step.output = static_cast<int>(step_output_);
     step.n_rows = step_batch_.n_logit_rows();
-    try {
-        if (step_output_ == StepOutput::logits)
-            fail(INLAY_ERR_INTERNAL, "a pipelined step must choose its tokens where the logits are");
-        const Executor& ex = model_->executor();
-        const SampleRows rows{step_rows_, step_penalties_};
-        ex.launch_step(pool_->store(), *workspace_, step_batch_.desc(),
-                       step_output_ == StepOutput::sampled ? &rows : nullptr);
-    } catch (const Error& e) {
-        step.status = e.status();
-        step.error = e.what();
-    } catch (const std::bad_alloc&) {
-        step.status = INLAY_ERR_OUT_OF_MEMORY;
-        step.error = "out of memory during a forward pass";
-    } catch (const std::exception& e) {
-        step.status = INLAY_ERR_INTERNAL;
-        step.error = e.what();
-    }
+    run_step_call(
+        [&] {
+            if (step_output_ == StepOutput::logits)
+                fail(INLAY_ERR_INTERNAL, "a pipelined step must choose its tokens where the logits are");
+            const SampleRows rows{step_rows_, step_penalties_};
+            model_->executor().launch_step(pool_->store(), *workspace_, step_batch_.desc(),
+                                           step_output_ == StepOutput::sampled ? &rows : nullptr);
+        },
+        step.status, step.error);
     step.plan = std::move(plan);
     step.active = true;
 }
 
 void Engine::finish_queued(QueuedStep& step, std::unique_lock<std::mutex>& lock) {
-    if (step.status == INLAY_OK) {
-        try {
-            model_->executor().finish_step(*workspace_, step.n_rows, step_ids_.data());
-        } catch (const Error& e) {
-            step.status = e.status();
-            step.error = e.what();
-        } catch (const std::exception& e) {
-            step.status = INLAY_ERR_INTERNAL;
-            step.error = e.what();
-        }
-    }
+    if (step.status == INLAY_OK)
+        run_step_call([&] { model_->executor().finish_step(*workspace_, step.n_rows, step_ids_.data()); },
+                      step.status, step.error);
     release_queued(step);  // the step is done (or never ran): its blocks are free to go
     // A step's time: from when the device could start on it (its launch, or the end of
     // the step before it) to its ids.

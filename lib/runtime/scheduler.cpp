@@ -23,9 +23,9 @@ int64_t first_logit_position(const Request& req, int64_t prompt_end) {
 
 }  // namespace
 
-bool Engine::paused(const Request& req) const {
-    return req.kind == Request::Kind::generate && !req.generated.empty() &&
-           req.produced_.load(std::memory_order_acquire) - req.taken() >= req.lookahead;
+bool Engine::paused(const Request& req, int64_t in_flight) const {
+    return req.kind == Request::Kind::generate && (!req.generated.empty() || in_flight > 0) &&
+           req.produced_.load(std::memory_order_acquire) + in_flight - req.taken() >= req.lookahead;
 }
 
 Request* Engine::youngest_running_after(const Request& req) const {
@@ -413,26 +413,19 @@ void Engine::run_step(std::vector<Entry>& plan) {
     const auto t0 = Clock::now();
     step_status_ = INLAY_OK;
     step_error_.clear();
-    try {
-        const Executor& ex = model_->executor();
-        switch (step_output_) {
-        case StepOutput::argmax: ex.step_argmax(pool_->store(), *workspace_, batch.desc(), step_ids_.data()); break;
-        case StepOutput::sampled:
-            ex.step_sample(pool_->store(), *workspace_, batch.desc(), SampleRows{step_rows_, step_penalties_},
-                           step_ids_.data());
-            break;
-        case StepOutput::logits: ex.step(pool_->store(), *workspace_, batch.desc(), step_logits_.data()); break;
-        }
-    } catch (const Error& e) {
-        step_status_ = e.status();
-        step_error_ = e.what();
-    } catch (const std::bad_alloc&) {
-        step_status_ = INLAY_ERR_OUT_OF_MEMORY;
-        step_error_ = "out of memory during a forward pass";
-    } catch (const std::exception& e) {
-        step_status_ = INLAY_ERR_INTERNAL;
-        step_error_ = e.what();
-    }
+    run_step_call(
+        [&] {
+            const Executor& ex = model_->executor();
+            switch (step_output_) {
+            case StepOutput::argmax: ex.step_argmax(pool_->store(), *workspace_, batch.desc(), step_ids_.data()); break;
+            case StepOutput::sampled:
+                ex.step_sample(pool_->store(), *workspace_, batch.desc(), SampleRows{step_rows_, step_penalties_},
+                               step_ids_.data());
+                break;
+            case StepOutput::logits: ex.step(pool_->store(), *workspace_, batch.desc(), step_logits_.data()); break;
+            }
+        },
+        step_status_, step_error_);
     step_seconds_ = std::chrono::duration<double>(Clock::now() - t0).count();
     if (step_status_ == INLAY_OK) step_cost_.add(batch.n_tokens(), step_seconds_);
     step_seconds_ += draft_seconds;  // the step's time includes its drafting
