@@ -22,7 +22,7 @@
 #include "quant/cpu_tuning.h"
 #include "quant/gcc_avx512_warnings.h"  // GCC 12's false positives in its own AVX-512 intrinsics
 #if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VNNI__)
-#include "quant/avx512_bits.h"
+#include "quant/avx512_block_pairs.h"
 #endif
 
 namespace inlay::quant::detail {
@@ -254,21 +254,6 @@ void dot_q1_0(int64_t n, float* result, const uint8_t* w, size_t stride, const v
 }
 
 #if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VNNI__)
-// The totals of eight rows' lane sums, each p[r] holding two parts (its 128-bit quarters
-// 0-1 part A, 2-3 part B): [rows 0-3 | rows 4-7] of part A in the low 256 bits, of part B
-// in the high ones, by 32-bit and 64-bit interleaves and one qword permute.
-inline __m512i sum_lanes8_parts(const __m512i (&p)[8]) {
-    __m512i u[4], v[2];
-    for (int i = 0; i < 4; ++i)  // per quarter: [r0 + r0', r1 + r1', ...] pairwise lane sums of rows 2i, 2i+1
-        u[i] = _mm512_add_epi32(_mm512_unpacklo_epi32(p[2 * i], p[2 * i + 1]), _mm512_unpackhi_epi32(p[2 * i], p[2 * i + 1]));
-    for (int i = 0; i < 2; ++i)  // per quarter: the four rows 4i..4i+3's sums over the quarter
-        v[i] = _mm512_add_epi32(_mm512_unpacklo_epi64(u[2 * i], u[2 * i + 1]), _mm512_unpackhi_epi64(u[2 * i], u[2 * i + 1]));
-    // Qwords of two sources: quarter 0 of a, of b, quarter 2 of a, of b (and 1, 3).
-    const __m512i pick_even = _mm512_setr_epi64(0, 1, 8, 9, 4, 5, 12, 13);
-    const __m512i pick_odd = _mm512_setr_epi64(2, 3, 10, 11, 6, 7, 14, 15);
-    return _mm512_add_epi32(_mm512_permutex2var_epi64(v[0], pick_even, v[1]), _mm512_permutex2var_epi64(v[0], pick_odd, v[1]));
-}
-
 // dot_q1_0<8> in 512-bit vectors: a row's 128 bits are two 64-bit byte masks, each
 // covering two sub-blocks in one zmm (activation blocks 2j and 2j+1 side by side), so a
 // row costs two masked moves and two dpbusd per block where the 256-bit kernel spends
@@ -302,7 +287,7 @@ void dot_q1_0_zmm8(int64_t n, float* result, const uint8_t* w, size_t stride, co
                 p[r] = _mm512_dpbusd_epi32(neg_sum, _mm512_maskz_mov_epi8(_cvtu64_mask64(bits), twos), xq);
             }
             // p[r]'s quarters 0-1: sub-block 2h, 2-3: sub-block 2h+1.
-            const __m512i sums = sum_lanes8_parts(p);
+            const __m512i sums = avx512::sum_lanes8_parts(p);
             totals[2 * h] = _mm512_castsi512_si256(sums);
             totals[2 * h + 1] = _mm512_extracti64x4_epi64(sums, 1);
         }
@@ -315,20 +300,6 @@ void dot_q1_0_zmm8(int64_t n, float* result, const uint8_t* w, size_t stride, co
         acc = _mm256_fmadd_ps(block, _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(dw))), acc);
     }
     _mm256_storeu_ps(result, acc);
-}
-
-// The unsigned levels of blocks b0 and b1 of a Q4_0 / Q5_0 row in the low and the high
-// 256-bit half, in element order: Block32<Block>::levels' bytes, two blocks at once.
-template <class Block>
-inline __m512i levels_pair512(const Block& b0, const Block& b1) {
-    const __m512i raw = _mm512_mask_broadcast_i32x4(_mm512_broadcast_i32x4(load16(b0.qs)), 0xff00, load16(b1.qs));
-    const __m512i low = avx512::nibbles_by_lane(raw);
-    if constexpr (std::is_same_v<Block, BlockQ5_0>) {
-        const __mmask64 high = _cvtu64_mask64(load_u32(b0.qh) | uint64_t{load_u32(b1.qh)} << 32);
-        return _mm512_mask_add_epi8(low, high, low, _mm512_set1_epi8(16));
-    } else {
-        return low;
-    }
 }
 
 // dot_block_sums<Block, 8> for Q4_0 and Q5_0 in 512-bit vectors: a row's blocks b and
@@ -348,7 +319,6 @@ void dot_block_sums_zmm8(int64_t n, float* result, const uint8_t* w, size_t stri
     const Block* wr[8];
     for (int r = 0; r < 8; ++r) wr[r] = row_as<Block>(w, stride, r);
     const int64_t n_blocks = n / kQK8_0;
-    const __m512i offset = _mm512_set1_epi8(static_cast<char>(Block32<Block>::kOffset));
     __m256 acc8 = _mm256_setzero_ps();
     auto fuse = [&](int64_t b, __m256i totals) {
         const __m128i dw16 = _mm_setr_epi16(static_cast<int16_t>(wr[0][b].d), static_cast<int16_t>(wr[1][b].d),
@@ -361,11 +331,11 @@ void dot_block_sums_zmm8(int64_t n, float* result, const uint8_t* w, size_t stri
     int64_t b = 0;
     for (; b + 2 <= n_blocks; b += 2) {
         const __m512i xq = avx512::halves(load32(x[b].qs), load32(x[b + 1].qs));
-        const __m512i start = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_dpbusd_epi32(_mm512_setzero_si512(), offset, xq));
+        const __m512i start = avx512::pair_start<Block>(xq);
         prefetch_rows<8>(w, stride, static_cast<size_t>(b) * sizeof(Block), 2 * sizeof(Block));
         __m512i p[8];
-        for (int r = 0; r < 8; ++r) p[r] = _mm512_dpbusd_epi32(start, levels_pair512(wr[r][b], wr[r][b + 1]), xq);
-        const __m512i sums = sum_lanes8_parts(p);  // p[r]'s quarters 0-1: block b, 2-3: block b + 1
+        for (int r = 0; r < 8; ++r) p[r] = _mm512_dpbusd_epi32(start, avx512::PairLevels<Block>::load(wr[r][b], wr[r][b + 1]), xq);
+        const __m512i sums = avx512::sum_lanes8_parts(p);  // p[r]'s quarters 0-1: block b, 2-3: block b + 1
         fuse(b, _mm512_castsi512_si256(sums));
         fuse(b + 1, _mm512_extracti64x4_epi64(sums, 1));
     }

@@ -23,6 +23,7 @@
 #include "quant/avx2_blocks.h"
 #include "quant/avx2_kquant_levels.h"
 #include "quant/avx512_bits.h"
+#include "quant/avx512_block_pairs.h"
 
 namespace inlay::quant::detail {
 namespace {
@@ -333,6 +334,72 @@ struct BlockSumTile512 {
     }
 };
 
+// The streamed products of a few tokens (2 to kStreamedTokens: a few sequences decoding
+// together, a verification of a few proposals) for Q8_0 / Q4_0 / Q5_0: the one-token row
+// kernel's layout (dot_block_sums_zmm8: a row's blocks b and b + 1 in one vector, eight
+// rows' lanes reduced together by sum_lanes8_parts) with every token of the tile passing
+// over the eight rows' unpacked levels. BlockSumTile512 unpacks one block per row and
+// vector and fits 6 tokens, so 8 tokens read the weights twice. Each (row, token) is
+// fused per block as dot_block_sums<Block, 8> fuses it (fma(float(total), d_w * d_x,
+// acc)), in block order: the same bits. A single row goes to BlockSumTile512.
+template <class Block>
+struct BlockPairTile512 {
+    template <int R, int T>
+    static void run(int64_t n, float* result, size_t result_stride, const uint8_t* w, size_t w_stride,
+                    const uint8_t* x, size_t x_stride) {
+        if constexpr (R == 1) {
+            BlockSumTile512<Block>::template run<1, T>(n, result, result_stride, w, w_stride, x, x_stride);
+        } else {
+            static_assert(R == 8);
+            using Levels = avx512::PairLevels<Block>;
+            const Block* wr[8];
+            const BlockQ8_0* xr[T];
+            for (int r = 0; r < 8; ++r) wr[r] = row_as<Block>(w, w_stride, r);
+            for (int t = 0; t < T; ++t) xr[t] = row_as<BlockQ8_0>(x, x_stride, t);
+            __m256 acc[T];  // lane r: row r of token t
+            for (int t = 0; t < T; ++t) acc[t] = _mm256_setzero_ps();
+            auto row_scales = [&](int64_t b) {
+                return _mm256_cvtph_ps(_mm_setr_epi16(
+                    static_cast<int16_t>(wr[0][b].d), static_cast<int16_t>(wr[1][b].d), static_cast<int16_t>(wr[2][b].d),
+                    static_cast<int16_t>(wr[3][b].d), static_cast<int16_t>(wr[4][b].d), static_cast<int16_t>(wr[5][b].d),
+                    static_cast<int16_t>(wr[6][b].d), static_cast<int16_t>(wr[7][b].d)));
+            };
+            auto fuse = [&](int t, int64_t b, __m256 dw, __m256i totals) {
+                const __m256 scale = _mm256_mul_ps(dw, _mm256_set1_ps(f16_to_f32(xr[t][b].d)));
+                acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(totals), scale, acc[t]);
+            };
+            const int64_t n_blocks = n / kQK8_0;
+            int64_t b = 0;
+            for (; b + 2 <= n_blocks; b += 2) {
+                prefetch_rows<8>(w, w_stride, static_cast<size_t>(b) * sizeof(Block), 2 * sizeof(Block));
+                __m512i levels[8];
+                for (int r = 0; r < 8; ++r) levels[r] = Levels::load(wr[r][b], wr[r][b + 1]);
+                const __m256 dw0 = row_scales(b), dw1 = row_scales(b + 1);
+                for (int t = 0; t < T; ++t) {
+                    const __m512i xq = halves(load32(xr[t][b].qs), load32(xr[t][b + 1].qs));
+                    const __m512i start = avx512::pair_start<Block>(xq);
+                    __m512i p[8];
+                    for (int r = 0; r < 8; ++r) p[r] = _mm512_dpbusd_epi32(start, levels[r], xq);
+                    const __m512i sums = avx512::sum_lanes8_parts(p);  // quarters 0-1: block b, 2-3: block b + 1
+                    fuse(t, b, dw0, _mm512_castsi512_si256(sums));
+                    fuse(t, b + 1, dw1, _mm512_extracti64x4_epi64(sums, 1));
+                }
+            }
+            if (b < n_blocks) {  // an odd last block: dot_block_sums<Block, 8>'s step
+                const __m256 dw = row_scales(b);
+                for (int t = 0; t < T; ++t) {
+                    const __m256i xq = load32(xr[t][b].qs);
+                    const __m256i start = offset_start<Block>(xq);
+                    __m256i p[8];
+                    for (int r = 0; r < 8; ++r) p[r] = Block32<Block>::dot(wr[r][b], xq, start);
+                    fuse(t, b, dw, sum_lanes8(p));
+                }
+            }
+            for (int t = 0; t < T; ++t) _mm256_storeu_ps(result + static_cast<size_t>(t) * result_stride, acc[t]);
+        }
+    }
+};
+
 // ---------------------------------------------------------------- Q4_K / Q5_K
 
 // AffineKTile's arithmetic (vec_dot_avx2_kquants.cpp) with two tokens to a vector: the
@@ -553,9 +620,9 @@ VecDotTileFn avx512_tile_kernel(DType weight) {
     switch (weight) {
         case DType::F16: return tiles<FloatTile512<DType::F16>, 4, 6>;
         case DType::BF16: return tiles<FloatTile512<DType::BF16>, 4, 6>;
-        case DType::Q8_0: return tiles<BlockSumTile512<BlockQ8_0>, 8, 6>;
-        case DType::Q4_0: return tiles<BlockSumTile512<BlockQ4_0>, 8, 6>;
-        case DType::Q5_0: return tiles<BlockSumTile512<BlockQ5_0>, 8, 6>;
+        case DType::Q8_0: return tiles<BlockPairTile512<BlockQ8_0>, 8, kStreamedTokens>;
+        case DType::Q4_0: return tiles<BlockPairTile512<BlockQ4_0>, 8, kStreamedTokens>;
+        case DType::Q5_0: return tiles<BlockPairTile512<BlockQ5_0>, 8, kStreamedTokens>;
         case DType::Q4_1: return tiles<Block32Tile512<BlockQ4_1>, 4, 4>;
         case DType::Q5_1: return tiles<Block32Tile512<BlockQ5_1>, 4, 4>;
         case DType::Q4_K: return kquant_tiles<DType::Q4_K, AffineKTile512<false>, kRows16KquantMinTokens>;

@@ -353,8 +353,11 @@ TEST_CASE("vec_dot_tile equals per-row, per-token dots", "[quant][vec_dot]") {
     std::mt19937 rng(4242);
     for (DType type : kWeightTypes) {
         const DType act = quant::vec_dot_type(type);
-        // Float types take any n: 1003 exercises the 8-wide and scalar tails.
-        for (int64_t n : {int64_t{1536}, is_float_type(type) ? int64_t{1003} : int64_t{256}}) {
+        // Float types take any n: 1003 exercises the 8-wide and scalar tails. 224: an odd
+        // number of 32-element blocks (the tiles that take blocks in pairs end on one).
+        std::vector<int64_t> lengths{1536, is_float_type(type) ? 1003 : 256};
+        if (dtype_traits(type).block_elems == 32) lengths.push_back(224);
+        for (int64_t n : lengths) {
             const size_t w_stride = *row_bytes(type, n) + 4;
             const size_t x_stride = *row_bytes(act, n) + 4;
             const int64_t max_rows = 13, max_tokens = 100;  // 100: past a float tile's token chunk (96)
