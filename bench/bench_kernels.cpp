@@ -13,6 +13,7 @@
 
 #include "bench_util.h"
 #include "core/dtype.h"
+#include "quant/interleaved_rows.h"
 #include "quant/quantize.h"
 #include "quant/vec_dot.h"
 
@@ -91,6 +92,39 @@ void bm_vec_dot_tile(benchmark::State& state, DType type) {
     state.SetBytesProcessed(state.iterations() * rows * static_cast<int64_t>(w.row_bytes));
 }
 
+// The same products with the matrix repacked in the interleaved Q4_0 / Q5_0 layout
+// (quant/interleaved_rows.h), one call over all rows (the repacking is not timed; the
+// pack is, as in bm_vec_dot_tile).
+void bm_vec_dot_interleaved(benchmark::State& state, DType type) {
+    const int64_t rows = state.range(0);
+    const int64_t cols = state.range(1);
+    const int64_t tokens = state.range(2);
+    if (!inlay::quant::interleaved_rows_supported(type, cols, rows)) {
+        state.SkipWithError("the interleaved layout is not available on this build or CPU");
+        return;
+    }
+    const Matrix w(type, rows, cols);
+    std::vector<uint64_t> packed((inlay::quant::interleaved_bytes(type, cols, rows) + 7) / 8);
+    inlay::quant::interleave_rows(type, cols, rows, w.data(), w.row_bytes, packed.data());
+    const size_t act_row = *inlay::row_bytes(DType::Q8_0, cols);
+    std::vector<uint32_t> x((act_row * static_cast<size_t>(tokens) + 3) / 4);
+    for (int64_t t = 0; t < tokens; ++t) {
+        const auto xf = random_floats(static_cast<size_t>(cols), 2 + static_cast<uint32_t>(t));
+        inlay::quant::quantize_activations(DType::Q8_0, xf.data(),
+                                           reinterpret_cast<uint8_t*>(x.data()) + static_cast<size_t>(t) * act_row, cols);
+    }
+    std::vector<float> out(static_cast<size_t>(rows * tokens));
+    for (auto _ : state) {
+        const inlay::quant::TilePack pack(type, cols, tokens, x.data(), act_row);  // once per product, as matmul does
+        inlay::quant::vec_dot_interleaved(type, cols, rows, tokens, out.data(), static_cast<size_t>(rows), packed.data(),
+                                          x.data(), act_row, &pack);
+        benchmark::DoNotOptimize(out.data());
+        benchmark::ClobberMemory();
+    }
+    state.SetItemsProcessed(state.iterations() * rows * tokens);
+    state.SetBytesProcessed(state.iterations() * rows * static_cast<int64_t>(w.row_bytes));
+}
+
 void bm_quantize_activations(benchmark::State& state, DType act) {
     const int64_t n = state.range(0);
     const auto x = random_floats(static_cast<size_t>(n), 3);
@@ -141,6 +175,25 @@ int register_all() {
                 ->Unit(benchmark::kMicrosecond);
         if (576 % inlay::dtype_traits(t).block_elems == 0)  // rows of 576 (SmolLM2's width) fit the blocks
             bm->Args({1536, 576, 128})->Args({1536, 576, 512});
+    }
+    for (DType t : {DType::Q4_0, DType::Q5_0}) {
+        benchmark::RegisterBenchmark(("vec_dot_interleaved/" + std::string(inlay::dtype_name(t))).c_str(),
+                                     bm_vec_dot_interleaved, t)
+            ->Args({576, 1536, 1})
+            ->Args({576, 1536, 2})
+            ->Args({576, 1536, 4})
+            ->Args({576, 1536, 8})
+            ->Args({576, 1536, 16})
+            ->Args({576, 1536, 128})
+            ->Args({151936, 1024, 1})
+            ->Args({151936, 1024, 2})
+            ->Args({151936, 1024, 5})
+            ->Args({151936, 1024, 8})
+            ->Args({151936, 1024, 16})
+            ->Args({16384, 4096, 1})
+            ->Args({1536, 576, 128})
+            ->Args({1536, 576, 512})
+            ->Unit(benchmark::kMicrosecond);
     }
     for (DType t : {DType::Q8_0, DType::Q8_1, DType::Q8_K, DType::F16, DType::BF16}) {
         benchmark::RegisterBenchmark(("quantize_activations/" + std::string(inlay::dtype_name(t))).c_str(),

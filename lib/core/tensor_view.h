@@ -20,6 +20,9 @@ struct TensorView {
     std::array<int64_t, 4> ne{1, 1, 1, 1};  // elements per dimension, ne[0] innermost
     const std::byte* data = nullptr;        // first byte; owned by the WeightSource
     size_t nbytes = 0;                      // bytes of data
+    // data lies in a read-only private mapping of a file: its pages may be dropped (a
+    // backend that repacked them) and are read again from the file when touched.
+    bool file_backed = false;
 
     [[nodiscard]] int64_t n_elements() const { return ne[0] * ne[1] * ne[2] * ne[3]; }
     // A matrix view: rows of ne[0] elements; higher dimensions fold into rows.

@@ -316,6 +316,7 @@ void GgufFile::parse() {
                  origin_, i, utf8::quoted(t.name, '\''), offset, t.nbytes, data_bytes, data_offset_);
         }
         t.data = bytes_.data() + data_offset_ + offset;
+        t.file_backed = std::holds_alternative<MappedFile>(storage_);
     }
 
     std::vector<size_t> order(tensors_.size());

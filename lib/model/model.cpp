@@ -73,9 +73,12 @@ std::unique_ptr<Model> Model::load(const std::string& path, const ModelOptions& 
              model->tokenizer_->n_vocab(), spec.n_vocab);
 
     if (options.progress && !options.progress(0.0f)) fail(INLAY_ERR_CANCELLED, "model load aborted by the progress callback");
+    // The pages first, then the executor: a backend that repacks a matrix reads it once
+    // from memory and may hand the stored pages back (CpuBackend's interleaved rows), which
+    // a prefetch afterwards would undo.
+    prefetch_weights(w, options.progress);
     model->executor_ = make_executor(
         DeviceRequest{options.device, options.device_index, options.n_threads, std::nullopt, std::nullopt}, spec, w);
-    prefetch_weights(w, options.progress);
 
     model->context_length_ = options.context_length > 0 ? options.context_length : spec.context_length;
     if (model->context_length_ > spec.context_length)

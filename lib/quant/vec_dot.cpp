@@ -1,4 +1,5 @@
 #include "quant/vec_dot.h"
+#include "quant/interleaved_rows.h"
 
 #include "core/error.h"
 #include "quant/amx_common.h"
@@ -238,6 +239,33 @@ void vec_dot_tile(DType weight, int64_t n, int64_t n_rows, int64_t n_tokens, flo
     for (int64_t t = 0; t < n_tokens; ++t)
         rows_unchecked(weight, n, n_rows, result + static_cast<size_t>(t) * result_stride, w, w_stride,
                        xb + static_cast<size_t>(t) * x_stride);
+}
+
+}  // namespace inlay::quant
+
+namespace inlay::quant {
+
+void vec_dot_interleaved(DType weight, int64_t n, int64_t n_rows, int64_t n_tokens, float* result, size_t result_stride,
+                         const void* w16, const void* x, size_t x_stride, const TilePack* pack) {
+    if (!interleaved_rows_supported(weight, n, n_rows) || n_tokens < 0 ||
+        (n_tokens > 0 && (result == nullptr || w16 == nullptr || x == nullptr)))
+        fail(INLAY_ERR_INVALID_ARGUMENT, "vec_dot_interleaved: {} rows of {} {} x {} tokens not supported here", n_rows,
+             n, dtype_name(weight), n_tokens);
+    if (pack && (pack->weight_ != weight || pack->n_ != n || pack->n_tokens_ != n_tokens))
+        fail(INLAY_ERR_INVALID_ARGUMENT, "vec_dot_interleaved: the pack was made for {} x {} of {}, not {} x {} of {}",
+             pack->n_tokens_, pack->n_, dtype_name(pack->weight_), n_tokens, n, dtype_name(weight));
+    if (n_tokens == 0) return;
+    if (n_tokens > kStreamedTokens && rows16_path(weight, n, n_tokens)) {
+        TilePack own;
+        if (!pack) {
+            own = TilePack(weight, n, n_tokens, x, x_stride);
+            pack = &own;
+        }
+        detail::avx512_rows16_interleaved_kernel(weight)(n, n_rows, n_tokens, result, result_stride, w16, 0,
+                                                         detail::amx_aligned(pack->bytes_.data()));
+        return;
+    }
+    detail::interleaved_tiles(weight, n, n_rows, n_tokens, result, result_stride, w16, x, x_stride);
 }
 
 }  // namespace inlay::quant

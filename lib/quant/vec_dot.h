@@ -83,6 +83,8 @@ public:
 private:
     friend void vec_dot_tile(DType, int64_t, int64_t, int64_t, float*, size_t, const void*, size_t, const void*, size_t,
                              const TilePack*);
+    friend void vec_dot_interleaved(DType, int64_t, int64_t, int64_t, float*, size_t, const void*, const void*, size_t,
+                                    const TilePack*);
     DType weight_ = DType::F32;
     int64_t n_ = 0;
     int64_t n_tokens_ = 0;

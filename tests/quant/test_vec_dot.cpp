@@ -22,6 +22,7 @@
 #include "core/error.h"
 #include "core/half.h"
 #include "quant/cpu_tuning.h"
+#include "quant/interleaved_rows.h"
 #include "quant/quantize.h"
 #include "quant/vec_dot.h"
 #include "quant_test_util.h"
@@ -547,4 +548,91 @@ TEST_CASE("cpu_tuning: INLAY_CPU_TUNING picks the profile's choices", "[quant][v
         // One profile's set: L2 prefetches only together with the eights.
         CHECK((!t.block_prefetch_to_l2 || t.q8_0_rows_in_eights));
     }
+}
+
+// The interleaved Q4_0 / Q5_0 layout (quant/interleaved_rows.h): every (row, token)
+// bitwise equal to vec_dot_kernel on the stored rows, for any token count (one pass of
+// up to 8 tokens and the passes after it), an odd number of blocks, random block bytes
+// (every level and fifth bit), and nothing written beside the results. Where the build
+// or CPU has no such layout (no AVX-512 VNNI, or AMX), it is refused with a clear error.
+TEST_CASE("vec_dot_interleaved equals the stored rows' dots", "[quant][vec_dot]") {
+    std::mt19937 rng(1616);
+    for (DType type : {DType::Q4_0, DType::Q5_0}) {
+        for (int64_t n : {int64_t{1536}, int64_t{224}, int64_t{32}}) {
+            const int64_t n_rows = 48, max_tokens = 19;
+            const size_t w_stride = *row_bytes(type, n) + 6, x_stride = *row_bytes(DType::Q8_0, n) + 4;
+            if (!quant::interleaved_rows_supported(type, n, n_rows)) {
+                Bytes w(w_stride * static_cast<size_t>(n_rows)), out(quant::interleaved_bytes(type, n, n_rows) + 1);
+                REQUIRE(status_of([&] { quant::interleave_rows(type, n, n_rows, w.data(), w_stride, out.data()); }) ==
+                        INLAY_ERR_INVALID_ARGUMENT);
+                WARN("interleaved " << dtype_name(type) << " layout not available on this build or CPU: refusal checked");
+                continue;
+            }
+            REQUIRE_FALSE(quant::interleaved_rows_supported(type, n, 40));  // rows must come in sixteens
+            for (int pattern = 0; pattern < 2; ++pattern) {
+                Bytes w(w_stride * static_cast<size_t>(n_rows)), x(x_stride * static_cast<size_t>(max_tokens));
+                for (int64_t r = 0; r < n_rows; ++r) {
+                    uint8_t* row = w.u8() + static_cast<size_t>(r) * w_stride;
+                    if (pattern == 0) {
+                        const auto values = random_row(rng, n);
+                        quant::quantize_row(type, values.data(), row, n);
+                    } else {  // random bytes, finite scales
+                        fill_random(rng, row, w_stride);
+                        for (int64_t b = 0; b < n / 32; ++b)
+                            put_u16(row + static_cast<size_t>(b) * dtype_traits(type).block_bytes, random_f16(rng, true));
+                    }
+                }
+                for (int64_t t = 0; t < max_tokens; ++t) {
+                    const auto xf = random_row(rng, n);
+                    quant::quantize_activations(DType::Q8_0, xf.data(), x.u8() + static_cast<size_t>(t) * x_stride, n);
+                }
+                Bytes packed(quant::interleaved_bytes(type, n, n_rows));
+                quant::interleave_rows(type, n, n_rows, w.data(), w_stride, packed.data());
+                // Every stored row comes back from the records byte for byte (embedding lookups).
+                const size_t row_size = *row_bytes(type, n);
+                std::vector<uint8_t> back(row_size);
+                for (int64_t r = 0; r < n_rows; ++r) {
+                    quant::interleaved_stored_row(type, n, packed.data(), r, back.data());
+                    INFO(dtype_name(type) << " n " << n << " row " << r);
+                    REQUIRE(std::memcmp(back.data(), w.u8() + static_cast<size_t>(r) * w_stride, row_size) == 0);
+                }
+                for (int64_t tokens : {1, 2, 3, 7, 8, 9, 19}) {
+                    // Rows 16..47 alone too: a call may start at any group.
+                    for (int64_t first_group : {0, 1}) {
+                        const int64_t rows = n_rows - 16 * first_group;
+                        const size_t result_stride = static_cast<size_t>(rows) + 5;
+                        std::vector<float> got(result_stride * static_cast<size_t>(tokens), 12345.0f);
+                        quant::vec_dot_interleaved(
+                            type, n, rows, tokens, got.data(), result_stride,
+                            packed.u8() + static_cast<size_t>(first_group) * quant::interleaved_group_bytes(type, n),
+                            x.data(), x_stride);
+                        for (int64_t t = 0; t < tokens; ++t) {
+                            for (size_t r = 0; r < result_stride; ++r) {
+                                const float value = got[static_cast<size_t>(t) * result_stride + r];
+                                INFO(dtype_name(type) << " n " << n << " pattern " << pattern << " tokens " << tokens
+                                                      << " first group " << first_group << " row " << r << " token " << t);
+                                if (r >= static_cast<size_t>(rows)) {
+                                    REQUIRE(value == 12345.0f);
+                                    continue;
+                                }
+                                float one = NAN;
+                                const size_t stored_row = r + static_cast<size_t>(16 * first_group);
+                                quant::vec_dot_kernel(type)(n, &one, w.u8() + stored_row * w_stride,
+                                                            x.u8() + static_cast<size_t>(t) * x_stride);
+                                REQUIRE(value == one);
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+    float out[16];
+    Bytes buf(4096);
+    REQUIRE(status_of([&] { quant::vec_dot_interleaved(DType::Q8_0, 32, 16, 1, out, 16, buf.data(), buf.data(), 34); }) ==
+            INLAY_ERR_INVALID_ARGUMENT);
+    REQUIRE(status_of([&] { quant::vec_dot_interleaved(DType::Q4_0, 32, 16, -1, out, 16, buf.data(), buf.data(), 34); }) ==
+            INLAY_ERR_INVALID_ARGUMENT);
+    REQUIRE(status_of([&] { quant::vec_dot_interleaved(DType::Q4_0, 48, 16, 1, out, 16, buf.data(), buf.data(), 34); }) ==
+            INLAY_ERR_INVALID_ARGUMENT);
 }

@@ -8,12 +8,15 @@
 #include <fstream>
 #include <new>
 #include <string>
+#include <string_view>
 
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "backend/common/op_checks.h"
 #include "core/error.h"
 #include "core/half.h"
+#include "quant/interleaved_rows.h"
 #include "quant/quantize.h"
 #include "quant/vec_dot.h"
 
@@ -55,7 +58,47 @@ CpuBackend::Weight CpuBackend::upload_matrix(const TensorView& view) {
     w.n_rows = view.n_rows();
     w.row_stride = stride;
     w.data = view.data;
+    interleave_rows(w, view.file_backed);
     return w;
+}
+
+namespace {
+// INLAY_INTERLEAVE=0 keeps the stored Q4_0 / Q5_0 rows (to compare the layouts).
+bool interleaving_enabled() {
+    const char* v = std::getenv("INLAY_INTERLEAVE");
+    return v == nullptr || std::string_view(v) != "0";
+}
+
+// Unmaps the whole pages inside [p, p + bytes), which lie in a read-only private file
+// mapping (TensorView::file_backed): they leave the process's resident set, and a later
+// read (an embedding lookup) faults them in again from the file. (MADV_PAGEOUT would keep
+// the mapping but skips the 2 MiB folios that MappedFile asks for when a tensor shares
+// one with its neighbours.)
+void release_file_pages(const std::byte* p, size_t bytes) {
+    const auto page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+    const auto begin = (reinterpret_cast<uintptr_t>(p) + page - 1) / page * page;
+    const auto end = (reinterpret_cast<uintptr_t>(p) + bytes) / page * page;
+    if (end <= begin) return;
+    // First out of the huge-page advice MappedFile gave the file: else reading a
+    // neighbouring tensor maps its whole 2 MiB folio again, these pages included.
+    (void)::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_NOHUGEPAGE);
+    (void)::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
+}
+}  // namespace
+
+void CpuBackend::interleave_rows(Weight& w, bool file_backed) {
+    if (!interleaving_enabled() || !quant::interleaved_rows_supported(w.type, w.n_cols, w.n_rows)) return;
+    auto storage = std::make_shared<std::vector<std::byte>>(quant::interleaved_bytes(w.type, w.n_cols, w.n_rows));
+    const size_t group_bytes = quant::interleaved_group_bytes(w.type, w.n_cols);
+    pool_.parallel_for(static_cast<size_t>(w.n_rows / 16), [&](size_t b, size_t e) {
+        quant::interleave_rows(w.type, w.n_cols, static_cast<int64_t>(e - b) * 16, w.row(static_cast<int64_t>(b * 16)),
+                               w.row_stride, storage->data() + b * group_bytes);
+    });
+    // The stored rows' pages, read once for the repacking, are dropped where the file can
+    // give them back, so the layout costs no resident memory beyond the stored rows'.
+    if (file_backed) release_file_pages(w.data, static_cast<size_t>(w.n_rows) * w.row_stride);
+    w.interleaved = storage->data();
+    w.interleaved_storage = std::move(storage);
 }
 
 CpuBackend::Weight CpuBackend::upload_vector(const TensorView& view) {

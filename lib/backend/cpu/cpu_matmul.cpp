@@ -19,6 +19,7 @@
 
 #include "backend/cpu/cpu_backend.h"
 #include "core/error.h"
+#include "quant/interleaved_rows.h"
 #include "quant/vec_dot.h"
 
 namespace inlay {
@@ -48,7 +49,23 @@ struct RowRange {
 RowRange chunk_rows(size_t n_rows, size_t n_blocks, size_t c, size_t n_chunks) {
     return {n_blocks * c / n_chunks * kRowBlock, std::min(n_rows, n_blocks * (c + 1) / n_chunks * kRowBlock)};
 }
+
+// Rows [rb, rb + nr) of w for n_tokens tokens into y (rows y_stride floats apart): the
+// interleaved records where w has them (every chunk starts and ends on a row block, and
+// kRowBlock is the layout's group of sixteen), else the stored rows.
+void product_rows(const CpuBackend::Weight& w, size_t rb, size_t nr, int64_t n_tokens, float* y, size_t y_stride,
+                  const std::byte* xq, size_t x_stride, const quant::TilePack* pack) {
+    static_assert(kRowBlock == 16);
+    if (w.interleaved && rb % kRowBlock == 0 && nr % kRowBlock == 0) {
+        quant::vec_dot_interleaved(w.type, w.n_cols, static_cast<int64_t>(nr), n_tokens, y, y_stride,
+                                   w.interleaved + rb / kRowBlock * quant::interleaved_group_bytes(w.type, w.n_cols), xq,
+                                   x_stride, pack);
+        return;
+    }
+    quant::vec_dot_tile(w.type, w.n_cols, static_cast<int64_t>(nr), n_tokens, y, y_stride, w.row(static_cast<int64_t>(rb)),
+                        w.row_stride, xq, x_stride, pack);
 }
+}  // namespace
 
 const std::byte* CpuBackend::convert_activations(const Weight& w, const Buffer& x, int64_t n_tokens, Scratch& scratch,
                                                  size_t* stride) {
@@ -89,9 +106,8 @@ void CpuBackend::matmul_converted(const Weight& w, const std::byte* xq, size_t x
         const size_t n_chunks = std::min(n_blocks, static_cast<size_t>(pool_.size()) * kDecodeChunksPerThread);
         pool_.run(n_chunks, [&](size_t c) {
             const auto [rb, re] = chunk_rows(static_cast<size_t>(n_out), n_blocks, c, n_chunks);
-            quant::vec_dot_tile(w.type, w.n_cols, static_cast<int64_t>(re - rb), n_tokens, y.ptr() + rb,
-                                static_cast<size_t>(n_out), w.row(static_cast<int64_t>(rb)), w.row_stride, xq,
-                                x_stride, &scratch.pack);
+            product_rows(w, rb, re - rb, n_tokens, y.ptr() + rb, static_cast<size_t>(n_out), xq, x_stride,
+                         &scratch.pack);
         });
         return;
     }
@@ -101,9 +117,7 @@ void CpuBackend::matmul_converted(const Weight& w, const std::byte* xq, size_t x
     pool_.run(n_blocks, [&](size_t block) {
         const size_t rb = block * kRowBlock;
         const size_t nr = std::min(kRowBlock, static_cast<size_t>(n_out) - rb);
-        quant::vec_dot_tile(w.type, w.n_cols, static_cast<int64_t>(nr), n_tokens, y.ptr() + rb,
-                            static_cast<size_t>(n_out), w.row(static_cast<int64_t>(rb)), w.row_stride, xq, x_stride,
-                            &scratch.pack);
+        product_rows(w, rb, nr, n_tokens, y.ptr() + rb, static_cast<size_t>(n_out), xq, x_stride, &scratch.pack);
     });
 }
 
@@ -158,9 +172,8 @@ void CpuBackend::matmul_products(std::span<const Product> products, const std::b
             const size_t n_chunks = first_chunk[i + 1] - first_chunk[i], local = c - first_chunk[i];
             const auto [rb, re] = chunk_rows(static_cast<size_t>(w.n_rows), n_blocks, local, n_chunks);
             if (rb < re)
-                quant::vec_dot_tile(w.type, w.n_cols, static_cast<int64_t>(re - rb), n_tokens,
-                                    products[i].y->ptr() + rb, static_cast<size_t>(w.n_rows),
-                                    w.row(static_cast<int64_t>(rb)), w.row_stride, xq, x_stride, pack);
+                product_rows(w, rb, re - rb, n_tokens, products[i].y->ptr() + rb, static_cast<size_t>(w.n_rows), xq,
+                             x_stride, pack);
         });
         return;
     }
@@ -169,9 +182,7 @@ void CpuBackend::matmul_products(std::span<const Product> products, const std::b
         const Weight& w = *products[i].w;
         const size_t rb = (block - first_block[i]) * kRowBlock;
         const size_t nr = std::min(kRowBlock, static_cast<size_t>(w.n_rows) - rb);
-        quant::vec_dot_tile(w.type, w.n_cols, static_cast<int64_t>(nr), n_tokens, products[i].y->ptr() + rb,
-                            static_cast<size_t>(w.n_rows), w.row(static_cast<int64_t>(rb)), w.row_stride, xq, x_stride,
-                            pack);
+        product_rows(w, rb, nr, n_tokens, products[i].y->ptr() + rb, static_cast<size_t>(w.n_rows), xq, x_stride, pack);
     });
 }
 
@@ -217,11 +228,8 @@ void CpuBackend::matmul_swiglu(const Weight& gate, const Weight& up, const Buffe
     pool_.run(n_chunks, [&](size_t c) {
         const auto [rb, re] = chunk_rows(rows, n_blocks, c, n_chunks);
         if (rb >= re) return;
-        const auto nr = static_cast<int64_t>(re - rb);
-        quant::vec_dot_tile(gate.type, gate.n_cols, nr, n_tokens, out.ptr() + rb, rows,
-                            gate.row(static_cast<int64_t>(rb)), gate.row_stride, xq, stride, pack);
-        quant::vec_dot_tile(up.type, up.n_cols, nr, n_tokens, scratch.up.ptr() + rb, rows,
-                            up.row(static_cast<int64_t>(rb)), up.row_stride, xq, stride, pack);
+        product_rows(gate, rb, re - rb, n_tokens, out.ptr() + rb, rows, xq, stride, pack);
+        product_rows(up, rb, re - rb, n_tokens, scratch.up.ptr() + rb, rows, xq, stride, pack);
         for (int64_t t = 0; t < n_tokens; ++t)
             silu_mul_range(out.ptr() + static_cast<size_t>(t) * rows + rb,
                            scratch.up.ptr() + static_cast<size_t>(t) * rows + rb, re - rb);

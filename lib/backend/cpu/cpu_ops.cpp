@@ -12,6 +12,7 @@
 #include "backend/cpu/cpu_backend.h"
 #include "core/argmax.h"
 #include "core/error.h"
+#include "quant/interleaved_rows.h"
 #include "quant/quantize.h"
 #include "sampling/penalties.h"
 
@@ -97,8 +98,18 @@ void CpuBackend::embed(const Weight& table, const Batch& batch, Buffer& out) {
         if (id < 0 || id >= table.n_rows)
             fail(INLAY_ERR_INVALID_TOKEN, "token id {} is outside the vocabulary [0, {})", id, table.n_rows);
     pool_.parallel_for(ids.size(), [&](size_t b, size_t e) {
-        for (size_t t = b; t < e; ++t)
-            quant::dequantize_row(table.type, table.row(ids[t]), out.ptr() + t * static_cast<size_t>(dim), dim);
+        // A table kept interleaved (its stored pages handed back) gives its rows from the
+        // records: touching the stored rows would map them in again.
+        thread_local std::vector<std::byte> stored;
+        if (table.interleaved) stored.resize(table.row_stride);
+        for (size_t t = b; t < e; ++t) {
+            const std::byte* row = table.row(ids[t]);
+            if (table.interleaved) {
+                quant::interleaved_stored_row(table.type, dim, table.interleaved, ids[t], stored.data());
+                row = stored.data();
+            }
+            quant::dequantize_row(table.type, row, out.ptr() + t * static_cast<size_t>(dim), dim);
+        }
     });
 }
 

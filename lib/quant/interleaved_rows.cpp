@@ -1,0 +1,263 @@
+// The interleaved Q4_0 / Q5_0 layout (interleaved_rows.h): the repacking, in plain C++,
+// and its kernel (AVX-512 VNNI).
+#include "quant/interleaved_rows.h"
+
+#include <algorithm>
+#include <cstring>
+#include <type_traits>
+#include <vector>
+
+#include "core/error.h"
+#include "core/half.h"
+#include "quant/blocks.h"
+#include "quant/kernels.h"
+
+#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__) && defined(__AVX512VNNI__) && \
+    defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
+#define INLAY_INTERLEAVED_ROWS 1
+#include <immintrin.h>
+
+#include "quant/avx512_bits.h"
+#include "quant/gcc_avx512_warnings.h"
+#else
+#define INLAY_INTERLEAVED_ROWS 0
+#endif
+
+namespace inlay::quant {
+namespace {
+
+constexpr int kRows = 16;
+constexpr size_t kScaleBytes = kRows * sizeof(uint16_t);  // d[16]
+constexpr size_t kQuadBytes = 4 * kRows * 4;              // quads[4][16]
+constexpr size_t kHighBytes = 8 * sizeof(uint64_t);       // high[8], Q5_0
+
+bool interleavable(DType weight) { return weight == DType::Q4_0 || weight == DType::Q5_0; }
+
+size_t record_bytes(DType weight) {
+    return kScaleBytes + kQuadBytes + (weight == DType::Q5_0 ? kHighBytes : 0);
+}
+
+template <class Block>
+void interleave_group(const uint8_t* w, size_t w_stride, int64_t n_blocks, uint8_t* out) {
+    constexpr size_t kRecord = kScaleBytes + kQuadBytes + (std::is_same_v<Block, BlockQ5_0> ? kHighBytes : 0);
+    for (int64_t b = 0; b < n_blocks; ++b) {
+        uint8_t* rec = out + static_cast<size_t>(b) * kRecord;
+        uint64_t high[8] = {};
+        for (int r = 0; r < kRows; ++r) {
+            const Block& blk = reinterpret_cast<const Block*>(w + static_cast<size_t>(r) * w_stride)[b];
+            std::memcpy(rec + r * sizeof(uint16_t), &blk.d, sizeof(uint16_t));
+            for (int k = 0; k < 4; ++k) std::memcpy(rec + kScaleBytes + (k * kRows + r) * 4, blk.qs + 4 * k, 4);
+            if constexpr (std::is_same_v<Block, BlockQ5_0>) {
+                uint32_t qh;
+                std::memcpy(&qh, blk.qh, sizeof qh);
+                for (int k = 0; k < 8; ++k) {
+                    const int first = k < 4 ? 4 * k : 16 + 4 * (k - 4);
+                    high[k] |= uint64_t{(qh >> first) & 0xFu} << (4 * r);
+                }
+            }
+        }
+        if constexpr (std::is_same_v<Block, BlockQ5_0>) std::memcpy(rec + kScaleBytes + kQuadBytes, high, sizeof high);
+    }
+}
+
+#if INLAY_INTERLEAVED_ROWS
+
+constexpr int kTokens = 8;  // tokens whose accumulators stay in registers during one pass
+
+// -kOffset * sum(x) of every block of `n_tokens` activation rows, the dpbusd start that
+// turns sums of level * x into sums of (level - kOffset) * x.
+void offset_starts(int offset, int64_t n_blocks, int64_t n_tokens, const uint8_t* x, size_t x_stride,
+                   std::vector<int32_t>& out) {
+    out.resize(static_cast<size_t>(n_blocks * n_tokens));
+    const __m256i ones = _mm256_set1_epi8(1);
+    for (int64_t t = 0; t < n_tokens; ++t) {
+        const auto* xb = reinterpret_cast<const BlockQ8_0*>(x + static_cast<size_t>(t) * x_stride);
+        for (int64_t b = 0; b < n_blocks; ++b) {
+            const __m256i s = _mm256_dpbusd_epi32(_mm256_setzero_si256(), ones,
+                                                  _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xb[b].qs)));
+            __m128i h = _mm_add_epi32(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1));
+            h = _mm_add_epi32(h, _mm_shuffle_epi32(h, _MM_SHUFFLE(1, 0, 3, 2)));
+            h = _mm_add_epi32(h, _mm_shuffle_epi32(h, _MM_SHUFFLE(2, 3, 0, 1)));
+            out[static_cast<size_t>(t * n_blocks + b)] = -offset * _mm_cvtsi128_si32(h);
+        }
+    }
+}
+
+// The high nibble of every byte (GFNI: one affine transform; else a shift and a mask).
+inline __m512i high_nibbles(__m512i v) {
+#if defined(__GFNI__)
+    return _mm512_gf2p8affine_epi64_epi8(v, _mm512_set1_epi64(detail::avx512::bit_matrix(detail::avx512::kHighNibble)), 0);
+#else
+    return _mm512_and_si512(_mm512_srli_epi16(v, 4), _mm512_set1_epi8(15));
+#endif
+}
+
+inline __m512i quad(const int8_t* p) {
+    int32_t v;
+    std::memcpy(&v, p, sizeof v);
+    return _mm512_set1_epi32(v);
+}
+
+// One group of sixteen rows against T tokens: x[t] the tokens' activation rows, starts[t]
+// their offset_starts, result[t] where their sixteen results go.
+template <bool Q5, int T>
+void group_tokens(const uint8_t* group, int64_t n_blocks, const BlockQ8_0* const* x, const int32_t* const* starts,
+                  float* const* result) {
+    constexpr size_t kRecord = kScaleBytes + kQuadBytes + (Q5 ? kHighBytes : 0);
+    __m512 acc[T];
+    for (int t = 0; t < T; ++t) acc[t] = _mm512_setzero_ps();
+    const __m512i low_mask = _mm512_set1_epi8(15);
+    for (int64_t b = 0; b < n_blocks; ++b) {
+        const uint8_t* rec = group + static_cast<size_t>(b) * kRecord;
+        _mm_prefetch(reinterpret_cast<const char*>(rec) + 8 * kRecord, _MM_HINT_T0);
+        _mm_prefetch(reinterpret_cast<const char*>(rec) + 8 * kRecord + 64, _MM_HINT_T0);
+        _mm_prefetch(reinterpret_cast<const char*>(rec) + 8 * kRecord + 128, _MM_HINT_T0);
+        _mm_prefetch(reinterpret_cast<const char*>(rec) + 8 * kRecord + 192, _MM_HINT_T0);
+        _mm_prefetch(reinterpret_cast<const char*>(rec) + 8 * kRecord + 256, _MM_HINT_T0);
+        if constexpr (Q5) _mm_prefetch(reinterpret_cast<const char*>(rec) + 8 * kRecord + 320, _MM_HINT_T0);
+        __m512i levels[8];  // levels[k]: elements 4k..4k+3 (k < 4) or 16+4(k-4).. of every row
+        for (int k = 0; k < 4; ++k) {
+            const __m512i raw = _mm512_loadu_si512(rec + kScaleBytes + 64 * k);
+            levels[k] = _mm512_and_si512(raw, low_mask);
+            levels[k + 4] = high_nibbles(raw);
+        }
+        if constexpr (Q5) {
+            const __m512i sixteen = _mm512_set1_epi8(16);
+            for (int k = 0; k < 8; ++k) {
+                uint64_t bits;
+                std::memcpy(&bits, rec + kScaleBytes + kQuadBytes + 8 * k, sizeof bits);
+                levels[k] = _mm512_mask_add_epi8(levels[k], _cvtu64_mask64(bits), levels[k], sixteen);
+            }
+        }
+        const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(rec)));
+        for (int t = 0; t < T; ++t) {
+            const int8_t* xq = x[t][b].qs;
+            // Two chains of four dpbusd (exact integers: any order), so that one token's
+            // block is not one chain of eight latencies.
+            __m512i lo = _mm512_set1_epi32(starts[t][b]), hi = _mm512_setzero_si512();
+            for (int k = 0; k < 4; ++k) {
+                lo = _mm512_dpbusd_epi32(lo, levels[k], quad(xq + 4 * k));
+                hi = _mm512_dpbusd_epi32(hi, levels[k + 4], quad(xq + 16 + 4 * k));
+            }
+            const __m512 scale = _mm512_mul_ps(dw, _mm512_set1_ps(f16_to_f32(x[t][b].d)));
+            acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(lo, hi)), scale, acc[t]);
+        }
+    }
+    for (int t = 0; t < T; ++t) _mm512_storeu_ps(result[t], acc[t]);
+}
+
+template <bool Q5, int T>
+void group_tail(int tokens, const uint8_t* group, int64_t n_blocks, const BlockQ8_0* const* x,
+                const int32_t* const* starts, float* const* result) {
+    if constexpr (T > 0) {
+        if (tokens == T) group_tokens<Q5, T>(group, n_blocks, x, starts, result);
+        else group_tail<Q5, T - 1>(tokens, group, n_blocks, x, starts, result);
+    }
+}
+
+template <bool Q5>
+void run_groups(int64_t n, int64_t n_rows, int64_t n_tokens, float* result, size_t result_stride, const uint8_t* w16,
+                const uint8_t* x, size_t x_stride) {
+    const int64_t n_blocks = n / kQK8_0;
+    thread_local std::vector<int32_t> start_store;
+    offset_starts(Q5 ? 16 : 8, n_blocks, n_tokens, x, x_stride, start_store);
+    const size_t group_bytes = static_cast<size_t>(n_blocks) * (kScaleBytes + kQuadBytes + (Q5 ? kHighBytes : 0));
+    for (int64_t g = 0; g < n_rows / kRows; ++g) {
+        const uint8_t* group = w16 + static_cast<size_t>(g) * group_bytes;
+        for (int64_t t0 = 0; t0 < n_tokens; t0 += kTokens) {
+            const int tokens = static_cast<int>(std::min<int64_t>(kTokens, n_tokens - t0));
+            const BlockQ8_0* xr[kTokens];
+            const int32_t* st[kTokens];
+            float* out[kTokens];
+            for (int t = 0; t < tokens; ++t) {
+                xr[t] = reinterpret_cast<const BlockQ8_0*>(x + static_cast<size_t>(t0 + t) * x_stride);
+                st[t] = start_store.data() + static_cast<size_t>((t0 + t) * n_blocks);
+                out[t] = result + static_cast<size_t>(t0 + t) * result_stride + static_cast<size_t>(g * kRows);
+            }
+            group_tail<Q5, kTokens>(tokens, group, n_blocks, xr, st, out);
+        }
+    }
+}
+
+#endif
+
+}  // namespace
+
+bool interleaved_rows_supported(DType weight, int64_t n, int64_t n_rows) {
+#if INLAY_INTERLEAVED_ROWS
+    return interleavable(weight) && n > 0 && n % kQK8_0 == 0 && n_rows > 0 && n_rows % kRows == 0 &&
+           !detail::amx_usable();
+#else
+    (void)interleavable, (void)weight, (void)n, (void)n_rows;
+    return false;
+#endif
+}
+
+size_t interleaved_group_bytes(DType weight, int64_t n) {
+    return static_cast<size_t>(n / kQK8_0) * record_bytes(weight);
+}
+
+size_t interleaved_bytes(DType weight, int64_t n, int64_t n_rows) {
+    return static_cast<size_t>(n_rows / kRows) * interleaved_group_bytes(weight, n);
+}
+
+void interleave_rows(DType weight, int64_t n, int64_t n_rows, const void* w, size_t w_stride, void* out) {
+    if (!interleaved_rows_supported(weight, n, n_rows) || w == nullptr || out == nullptr)
+        fail(INLAY_ERR_INVALID_ARGUMENT, "interleave_rows: {} rows of {} {} cannot be interleaved here", n_rows, n,
+             dtype_name(weight));
+    const auto* src = static_cast<const uint8_t*>(w);
+    auto* dst = static_cast<uint8_t*>(out);
+    const size_t group_bytes = interleaved_group_bytes(weight, n);
+    for (int64_t g = 0; g < n_rows / kRows; ++g) {
+        const uint8_t* rows = src + static_cast<size_t>(g * kRows) * w_stride;
+        uint8_t* group = dst + static_cast<size_t>(g) * group_bytes;
+        if (weight == DType::Q4_0) interleave_group<BlockQ4_0>(rows, w_stride, n / kQK8_0, group);
+        else interleave_group<BlockQ5_0>(rows, w_stride, n / kQK8_0, group);
+    }
+}
+
+void interleaved_stored_row(DType weight, int64_t n, const void* w16, int64_t r, void* out) {
+    if (!interleavable(weight) || n <= 0 || n % kQK8_0 != 0 || r < 0 || w16 == nullptr || out == nullptr)
+        fail(INLAY_ERR_INVALID_ARGUMENT, "interleaved_stored_row: row {} of {} {}", r, n, dtype_name(weight));
+    const int64_t n_blocks = n / kQK8_0;
+    const size_t record = record_bytes(weight);
+    const auto* group = static_cast<const uint8_t*>(w16) + static_cast<size_t>(r / kRows) * interleaved_group_bytes(weight, n);
+    const int lane = static_cast<int>(r % kRows);
+    const size_t block = dtype_traits(weight).block_bytes;
+    auto* dst = static_cast<uint8_t*>(out);
+    for (int64_t b = 0; b < n_blocks; ++b) {
+        const uint8_t* rec = group + static_cast<size_t>(b) * record;
+        uint8_t* blk = dst + static_cast<size_t>(b) * block;
+        std::memcpy(blk, rec + lane * sizeof(uint16_t), sizeof(uint16_t));  // d
+        uint8_t* qs = blk + sizeof(uint16_t);
+        if (weight == DType::Q5_0) {
+            uint32_t qh = 0;
+            for (int k = 0; k < 8; ++k) {
+                uint64_t high;
+                std::memcpy(&high, rec + kScaleBytes + kQuadBytes + 8 * k, sizeof high);
+                const int first = k < 4 ? 4 * k : 16 + 4 * (k - 4);
+                qh |= static_cast<uint32_t>((high >> (4 * lane)) & 0xFu) << first;
+            }
+            std::memcpy(qs, &qh, sizeof qh);
+            qs += sizeof qh;
+        }
+        for (int k = 0; k < 4; ++k) std::memcpy(qs + 4 * k, rec + kScaleBytes + (k * kRows + lane) * 4, 4);
+    }
+}
+
+namespace detail {
+void interleaved_tiles(DType weight, int64_t n, int64_t n_rows, int64_t n_tokens, float* result, size_t result_stride,
+                       const void* w16, const void* x, size_t x_stride) {
+#if INLAY_INTERLEAVED_ROWS
+    const auto* wb = static_cast<const uint8_t*>(w16);
+    const auto* xb = static_cast<const uint8_t*>(x);
+    if (weight == DType::Q4_0) run_groups<false>(n, n_rows, n_tokens, result, result_stride, wb, xb, x_stride);
+    else run_groups<true>(n, n_rows, n_tokens, result, result_stride, wb, xb, x_stride);
+#else
+    (void)weight, (void)n, (void)n_rows, (void)n_tokens, (void)result, (void)result_stride, (void)w16, (void)x,
+        (void)x_stride;
+#endif
+}
+}  // namespace detail
+
+}  // namespace inlay::quant
