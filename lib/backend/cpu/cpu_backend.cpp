@@ -88,16 +88,25 @@ void release_file_pages(const std::byte* p, size_t bytes) {
 
 void CpuBackend::interleave_rows(Weight& w, bool file_backed) {
     if (!interleaving_enabled() || !quant::interleaved_rows_supported(w.type, w.n_cols, w.n_rows)) return;
-    auto storage = std::make_shared<std::vector<std::byte>>(quant::interleaved_bytes(w.type, w.n_cols, w.n_rows));
+    const size_t bytes = quant::interleaved_bytes(w.type, w.n_cols, w.n_rows);
+    std::shared_ptr<std::byte[]> storage = std::make_shared_for_overwrite<std::byte[]>(bytes);  // every byte written below
     const size_t group_bytes = quant::interleaved_group_bytes(w.type, w.n_cols);
-    pool_.parallel_for(static_cast<size_t>(w.n_rows / 16), [&](size_t b, size_t e) {
-        quant::interleave_rows(w.type, w.n_cols, static_cast<int64_t>(e - b) * 16, w.row(static_cast<int64_t>(b * 16)),
-                               w.row_stride, storage->data() + b * group_bytes);
-    });
-    // The stored rows' pages, read once for the repacking, are dropped where the file can
-    // give them back, so the layout costs no resident memory beyond the stored rows'.
-    if (file_backed) release_file_pages(w.data, static_cast<size_t>(w.n_rows) * w.row_stride);
-    w.interleaved = storage->data();
+    const size_t n_groups = static_cast<size_t>(w.n_rows / 16);
+    // A slice of about 2 MiB at a time, whose stored pages are then dropped where the file
+    // can give them back: the layout costs no resident memory beyond the stored rows', and
+    // the load's peak holds one slice twice, not a whole matrix (a tied embedding of 20 MB+).
+    const size_t slice = std::max<size_t>(1, (size_t{2} << 20) / group_bytes);
+    for (size_t g0 = 0; g0 < n_groups; g0 += slice) {
+        const size_t g1 = std::min(n_groups, g0 + slice);
+        pool_.parallel_for(g1 - g0, [&](size_t b, size_t e) {
+            quant::interleave_rows(w.type, w.n_cols, static_cast<int64_t>(e - b) * 16,
+                                   w.row(static_cast<int64_t>((g0 + b) * 16)), w.row_stride,
+                                   storage.get() + (g0 + b) * group_bytes);
+        });
+        if (file_backed) release_file_pages(w.row(static_cast<int64_t>(g0 * 16)), (g1 - g0) * 16 * w.row_stride);
+    }
+    if (file_backed) release_file_pages(w.data, static_cast<size_t>(w.n_rows) * w.row_stride);  // the slices' seams
+    w.interleaved = storage.get();
     w.interleaved_storage = std::move(storage);
 }
 

@@ -43,7 +43,7 @@ public:
         // takes that layout (quant/interleaved_rows.h; the stored rows' pages are handed
         // back after the repacking); `data` stays the stored rows, for embedding lookups.
         const std::byte* interleaved = nullptr;
-        std::shared_ptr<const std::vector<std::byte>> interleaved_storage;
+        std::shared_ptr<const std::byte[]> interleaved_storage;
 
         [[nodiscard]] const std::byte* row(int64_t r) const { return data + static_cast<size_t>(r) * row_stride; }
     };
