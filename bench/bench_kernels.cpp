@@ -92,7 +92,7 @@ void bm_vec_dot_tile(benchmark::State& state, DType type) {
     state.SetBytesProcessed(state.iterations() * rows * static_cast<int64_t>(w.row_bytes));
 }
 
-// The same products with the matrix repacked in the interleaved Q4_0 / Q5_0 layout
+// The same products with the matrix repacked in the interleaved Q8_0 / Q4_0 / Q5_0 layout
 // (quant/interleaved_rows.h), one call over all rows (the repacking is not timed; the
 // pack is, as in bm_vec_dot_tile).
 void bm_vec_dot_interleaved(benchmark::State& state, DType type) {
@@ -176,7 +176,7 @@ int register_all() {
         if (576 % inlay::dtype_traits(t).block_elems == 0)  // rows of 576 (SmolLM2's width) fit the blocks
             bm->Args({1536, 576, 128})->Args({1536, 576, 512});
     }
-    for (DType t : {DType::Q4_0, DType::Q5_0}) {
+    for (DType t : {DType::Q8_0, DType::Q4_0, DType::Q5_0}) {
         benchmark::RegisterBenchmark(("vec_dot_interleaved/" + std::string(inlay::dtype_name(t))).c_str(),
                                      bm_vec_dot_interleaved, t)
             ->Args({576, 1536, 1})

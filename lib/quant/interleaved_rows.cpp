@@ -1,5 +1,5 @@
-// The interleaved Q4_0 / Q5_0 layout (interleaved_rows.h): the repacking, in plain C++,
-// and its kernel (AVX-512 VNNI).
+// The interleaved Q8_0 / Q4_0 / Q5_0 layout (interleaved_rows.h): the repacking, in plain
+// C++, and its kernel (AVX-512 VNNI).
 #include "quant/interleaved_rows.h"
 
 #include <algorithm>
@@ -28,35 +28,43 @@ namespace {
 
 constexpr int kRows = 16;
 constexpr size_t kScaleBytes = kRows * sizeof(uint16_t);  // d[16]
-constexpr size_t kQuadBytes = 4 * kRows * 4;              // quads[4][16]
 constexpr size_t kHighBytes = 8 * sizeof(uint64_t);       // high[8], Q5_0
 
-bool interleavable(DType weight) { return weight == DType::Q4_0 || weight == DType::Q5_0; }
+bool interleavable(DType weight) { return weight == DType::Q8_0 || weight == DType::Q4_0 || weight == DType::Q5_0; }
 
-size_t record_bytes(DType weight) {
-    return kScaleBytes + kQuadBytes + (weight == DType::Q5_0 ? kHighBytes : 0);
+// quads: 8 x 16 lanes of 4 bytes for Q8_0 (levels), 4 x 16 for the nibbles of Q4_0 / Q5_0.
+constexpr size_t quad_bytes(DType weight) { return (weight == DType::Q8_0 ? 8 : 4) * kRows * 4; }
+constexpr size_t record_bytes(DType weight) {
+    return kScaleBytes + quad_bytes(weight) + (weight == DType::Q5_0 ? kHighBytes : 0);
 }
+// value = level - offset: Q8_0's levels are its values + 128.
+constexpr int level_offset(DType weight) { return weight == DType::Q8_0 ? 128 : weight == DType::Q5_0 ? 16 : 8; }
+// The element of a Q5_0 block whose fifth bit is bit j of lane r's nibble group k.
+constexpr int high_first(int k) { return k < 4 ? 4 * k : 16 + 4 * (k - 4); }
 
-template <class Block>
+template <DType W, class Block>
 void interleave_group(const uint8_t* w, size_t w_stride, int64_t n_blocks, uint8_t* out) {
-    constexpr size_t kRecord = kScaleBytes + kQuadBytes + (std::is_same_v<Block, BlockQ5_0> ? kHighBytes : 0);
+    constexpr size_t kRecord = record_bytes(W);
     for (int64_t b = 0; b < n_blocks; ++b) {
         uint8_t* rec = out + static_cast<size_t>(b) * kRecord;
         uint64_t high[8] = {};
         for (int r = 0; r < kRows; ++r) {
             const Block& blk = reinterpret_cast<const Block*>(w + static_cast<size_t>(r) * w_stride)[b];
             std::memcpy(rec + r * sizeof(uint16_t), &blk.d, sizeof(uint16_t));
-            for (int k = 0; k < 4; ++k) std::memcpy(rec + kScaleBytes + (k * kRows + r) * 4, blk.qs + 4 * k, 4);
-            if constexpr (std::is_same_v<Block, BlockQ5_0>) {
+            if constexpr (W == DType::Q8_0) {
+                for (int k = 0; k < 8; ++k)
+                    for (int j = 0; j < 4; ++j)
+                        rec[kScaleBytes + (k * kRows + r) * 4 + j] = static_cast<uint8_t>(blk.qs[4 * k + j] ^ 0x80);
+            } else {
+                for (int k = 0; k < 4; ++k) std::memcpy(rec + kScaleBytes + (k * kRows + r) * 4, blk.qs + 4 * k, 4);
+            }
+            if constexpr (W == DType::Q5_0) {
                 uint32_t qh;
                 std::memcpy(&qh, blk.qh, sizeof qh);
-                for (int k = 0; k < 8; ++k) {
-                    const int first = k < 4 ? 4 * k : 16 + 4 * (k - 4);
-                    high[k] |= uint64_t{(qh >> first) & 0xFu} << (4 * r);
-                }
+                for (int k = 0; k < 8; ++k) high[k] |= uint64_t{(qh >> high_first(k)) & 0xFu} << (4 * r);
             }
         }
-        if constexpr (std::is_same_v<Block, BlockQ5_0>) std::memcpy(rec + kScaleBytes + kQuadBytes, high, sizeof high);
+        if constexpr (W == DType::Q5_0) std::memcpy(rec + kScaleBytes + quad_bytes(W), high, sizeof high);
     }
 }
 
@@ -99,35 +107,41 @@ inline __m512i quad(const int8_t* p) {
 }
 
 // One group of sixteen rows against T tokens: x[t] the tokens' activation rows, starts[t]
-// their offset_starts, result[t] where their sixteen results go.
-template <bool Q5, int T>
+// their offset_starts, result[t] where their sixteen results go; end: the end of the
+// call's records.
+template <DType W, int T>
 void group_tokens(const uint8_t* group, int64_t n_blocks, const uint8_t* end, const BlockQ8_0* const* x,
                   const int32_t* const* starts, float* const* result) {
-    constexpr size_t kRecord = kScaleBytes + kQuadBytes + (Q5 ? kHighBytes : 0);
-    // Records asked for ahead (18-22 KiB): a group's records and the next group's are one
-    // stream. Zen 5, bench_kernels from DRAM, one thread, one token: 8 records ahead
-    // 2.2 / 0.90 ms (Q4_0 151936 x 1024 / 16384 x 4096), 32 ahead 1.8 / 0.66, 64 ahead
-    // 1.9 / 0.55, 128 ahead 1.8 / 0.69.
+    constexpr size_t kRecord = record_bytes(W);
+    // Records asked for ahead (18-22 KiB of Q4_0 / Q5_0): a group's records and the next
+    // group's are one stream. Zen 5, bench_kernels from DRAM, one thread, one token: 8
+    // records ahead 2.2 / 0.90 ms (Q4_0 151936 x 1024 / 16384 x 4096), 32 ahead 1.8 /
+    // 0.66, 64 ahead 1.9 / 0.55, 128 ahead 1.8 / 0.69. Not past the call's rows: another
+    // thread reads those, and a small matrix's run is only a few times this long.
     constexpr size_t kAhead = 64;
     __m512 acc[T];
     for (int t = 0; t < T; ++t) acc[t] = _mm512_setzero_ps();
-    const __m512i low_mask = _mm512_set1_epi8(15);
     for (int64_t b = 0; b < n_blocks; ++b) {
         const uint8_t* rec = group + static_cast<size_t>(b) * kRecord;
-        if (const uint8_t* ahead = rec + kAhead * kRecord; ahead < end) {  // not past this call's rows
+        if (const uint8_t* ahead = rec + kAhead * kRecord; ahead < end) {
             for (size_t line = 0; line < kRecord; line += 64) _mm_prefetch(reinterpret_cast<const char*>(ahead) + line, _MM_HINT_T0);
         }
-        __m512i levels[8];  // levels[k]: elements 4k..4k+3 (k < 4) or 16+4(k-4).. of every row
-        for (int k = 0; k < 4; ++k) {
-            const __m512i raw = _mm512_loadu_si512(rec + kScaleBytes + 64 * k);
-            levels[k] = _mm512_and_si512(raw, low_mask);
-            levels[k + 4] = high_nibbles(raw);
+        __m512i levels[8];  // levels[k]: elements 4k..4k+3 of every row, one row per 32-bit lane
+        if constexpr (W == DType::Q8_0) {
+            for (int k = 0; k < 8; ++k) levels[k] = _mm512_loadu_si512(rec + kScaleBytes + 64 * k);
+        } else {
+            const __m512i low_mask = _mm512_set1_epi8(15);
+            for (int k = 0; k < 4; ++k) {
+                const __m512i raw = _mm512_loadu_si512(rec + kScaleBytes + 64 * k);
+                levels[k] = _mm512_and_si512(raw, low_mask);
+                levels[k + 4] = high_nibbles(raw);
+            }
         }
-        if constexpr (Q5) {
+        if constexpr (W == DType::Q5_0) {
             const __m512i sixteen = _mm512_set1_epi8(16);
             for (int k = 0; k < 8; ++k) {
                 uint64_t bits;
-                std::memcpy(&bits, rec + kScaleBytes + kQuadBytes + 8 * k, sizeof bits);
+                std::memcpy(&bits, rec + kScaleBytes + quad_bytes(W) + 8 * k, sizeof bits);
                 levels[k] = _mm512_mask_add_epi8(levels[k], _cvtu64_mask64(bits), levels[k], sixteen);
             }
         }
@@ -148,22 +162,22 @@ void group_tokens(const uint8_t* group, int64_t n_blocks, const uint8_t* end, co
     for (int t = 0; t < T; ++t) _mm512_storeu_ps(result[t], acc[t]);
 }
 
-template <bool Q5, int T>
+template <DType W, int T>
 void group_tail(int tokens, const uint8_t* group, int64_t n_blocks, const uint8_t* end, const BlockQ8_0* const* x,
                 const int32_t* const* starts, float* const* result) {
     if constexpr (T > 0) {
-        if (tokens == T) group_tokens<Q5, T>(group, n_blocks, end, x, starts, result);
-        else group_tail<Q5, T - 1>(tokens, group, n_blocks, end, x, starts, result);
+        if (tokens == T) group_tokens<W, T>(group, n_blocks, end, x, starts, result);
+        else group_tail<W, T - 1>(tokens, group, n_blocks, end, x, starts, result);
     }
 }
 
-template <bool Q5>
+template <DType W>
 void run_groups(int64_t n, int64_t n_rows, int64_t n_tokens, float* result, size_t result_stride, const uint8_t* w16,
                 const uint8_t* x, size_t x_stride) {
     const int64_t n_blocks = n / kQK8_0;
     thread_local std::vector<int32_t> start_store;
-    offset_starts(Q5 ? 16 : 8, n_blocks, n_tokens, x, x_stride, start_store);
-    const size_t group_bytes = static_cast<size_t>(n_blocks) * (kScaleBytes + kQuadBytes + (Q5 ? kHighBytes : 0));
+    offset_starts(level_offset(W), n_blocks, n_tokens, x, x_stride, start_store);
+    const size_t group_bytes = static_cast<size_t>(n_blocks) * record_bytes(W);
     const uint8_t* end = w16 + static_cast<size_t>(n_rows / kRows) * group_bytes;
     for (int64_t g = 0; g < n_rows / kRows; ++g) {
         const uint8_t* group = w16 + static_cast<size_t>(g) * group_bytes;
@@ -177,7 +191,7 @@ void run_groups(int64_t n, int64_t n_rows, int64_t n_tokens, float* result, size
                 st[t] = start_store.data() + static_cast<size_t>((t0 + t) * n_blocks);
                 out[t] = result + static_cast<size_t>(t0 + t) * result_stride + static_cast<size_t>(g * kRows);
             }
-            group_tail<Q5, kTokens>(tokens, group, n_blocks, end, xr, st, out);
+            group_tail<W, kTokens>(tokens, group, n_blocks, end, xr, st, out);
         }
     }
 }
@@ -214,8 +228,9 @@ void interleave_rows(DType weight, int64_t n, int64_t n_rows, const void* w, siz
     for (int64_t g = 0; g < n_rows / kRows; ++g) {
         const uint8_t* rows = src + static_cast<size_t>(g * kRows) * w_stride;
         uint8_t* group = dst + static_cast<size_t>(g) * group_bytes;
-        if (weight == DType::Q4_0) interleave_group<BlockQ4_0>(rows, w_stride, n / kQK8_0, group);
-        else interleave_group<BlockQ5_0>(rows, w_stride, n / kQK8_0, group);
+        if (weight == DType::Q8_0) interleave_group<DType::Q8_0, BlockQ8_0>(rows, w_stride, n / kQK8_0, group);
+        else if (weight == DType::Q4_0) interleave_group<DType::Q4_0, BlockQ4_0>(rows, w_stride, n / kQK8_0, group);
+        else interleave_group<DType::Q5_0, BlockQ5_0>(rows, w_stride, n / kQK8_0, group);
     }
 }
 
@@ -237,14 +252,18 @@ void interleaved_stored_row(DType weight, int64_t n, const void* w16, int64_t r,
             uint32_t qh = 0;
             for (int k = 0; k < 8; ++k) {
                 uint64_t high;
-                std::memcpy(&high, rec + kScaleBytes + kQuadBytes + 8 * k, sizeof high);
-                const int first = k < 4 ? 4 * k : 16 + 4 * (k - 4);
-                qh |= static_cast<uint32_t>((high >> (4 * lane)) & 0xFu) << first;
+                std::memcpy(&high, rec + kScaleBytes + quad_bytes(weight) + 8 * k, sizeof high);
+                qh |= static_cast<uint32_t>((high >> (4 * lane)) & 0xFu) << high_first(k);
             }
             std::memcpy(qs, &qh, sizeof qh);
             qs += sizeof qh;
         }
-        for (int k = 0; k < 4; ++k) std::memcpy(qs + 4 * k, rec + kScaleBytes + (k * kRows + lane) * 4, 4);
+        if (weight == DType::Q8_0) {
+            for (int k = 0; k < 8; ++k)
+                for (int j = 0; j < 4; ++j) qs[4 * k + j] = static_cast<uint8_t>(rec[kScaleBytes + (k * kRows + lane) * 4 + j] ^ 0x80);
+        } else {
+            for (int k = 0; k < 4; ++k) std::memcpy(qs + 4 * k, rec + kScaleBytes + (k * kRows + lane) * 4, 4);
+        }
     }
 }
 
@@ -254,8 +273,9 @@ void interleaved_tiles(DType weight, int64_t n, int64_t n_rows, int64_t n_tokens
 #if INLAY_INTERLEAVED_ROWS
     const auto* wb = static_cast<const uint8_t*>(w16);
     const auto* xb = static_cast<const uint8_t*>(x);
-    if (weight == DType::Q4_0) run_groups<false>(n, n_rows, n_tokens, result, result_stride, wb, xb, x_stride);
-    else run_groups<true>(n, n_rows, n_tokens, result, result_stride, wb, xb, x_stride);
+    if (weight == DType::Q8_0) run_groups<DType::Q8_0>(n, n_rows, n_tokens, result, result_stride, wb, xb, x_stride);
+    else if (weight == DType::Q4_0) run_groups<DType::Q4_0>(n, n_rows, n_tokens, result, result_stride, wb, xb, x_stride);
+    else run_groups<DType::Q5_0>(n, n_rows, n_tokens, result, result_stride, wb, xb, x_stride);
 #else
     (void)weight, (void)n, (void)n_rows, (void)n_tokens, (void)result, (void)result_stride, (void)w16, (void)x,
         (void)x_stride;

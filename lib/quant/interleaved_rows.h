@@ -1,7 +1,7 @@
-// Q4_0 / Q5_0 weight matrices repacked at load time with sixteen rows interleaved, for
-// CPUs with AVX-512 VNNI (and no AMX, whose prompt tiles read the stored rows).
+// Q8_0 / Q4_0 / Q5_0 weight matrices repacked at load time with sixteen rows interleaved,
+// for CPUs with AVX-512 VNNI (and no AMX, whose prompt tiles read the stored rows).
 //
-// In the stored layout each row is a run of 18- or 22-byte blocks, and a kernel that
+// In the stored layout each row is a run of 34-, 18- or 22-byte blocks, and a kernel that
 // multiplies eight rows at once ends every block with eight vectors of lane sums to
 // reduce (dot_block_sums_zmm8: about half its operations). Here a 32-element block of
 // sixteen rows is one record in which 32-bit lane r of a vector holds row r's bytes, so
@@ -9,11 +9,13 @@
 // row's own lane: eight of them make the sixteen rows' block totals, with nothing to
 // reduce. A group of sixteen rows is one contiguous stream, and each further token costs
 // only its eight dpbusd per record (the stored layout pays the reduction again for every
-// token). Record of block b of a group (Q4_0: 288 bytes, Q5_0: 352, the bytes of the
-// sixteen stored blocks):
+// token). Record of block b of a group (Q8_0: 544 bytes, Q4_0: 288, Q5_0: 352, the bytes
+// of the sixteen stored blocks):
 //   d[16]            f16 scales of rows 0..15
-//   quads[4][16]     quads[k][r]: bytes 4k..4k+3 of row r's qs (low nibbles: elements
-//                    4k..4k+3, high nibbles: elements 16+4k..16+4k+3)
+//   quads[8][16]     Q8_0: quads[k][r]: row r's values 4k..4k+3, each + 128 (unsigned, as
+//                    dpbusd takes them)
+//   quads[4][16]     Q4_0 / Q5_0: quads[k][r]: bytes 4k..4k+3 of row r's qs (low nibbles:
+//                    elements 4k..4k+3, high nibbles: elements 16+4k..16+4k+3)
 //   high[8] (Q5_0)   64-bit masks: bit 4r+j of high[k] is the fifth bit of row r's element
 //                    4k+j (k < 4) or 16+4(k-4)+j (k >= 4), the byte it lands in
 // Every (row, token) is fused per block as dot_block_sums fuses it (fma(float(total),
@@ -29,7 +31,8 @@
 namespace inlay::quant {
 
 // Whether this build and CPU multiply `weight` matrices of n columns and n_rows rows in
-// the interleaved layout (Q4_0 / Q5_0, n_rows a multiple of 16, AVX-512 VNNI, no AMX).
+// the interleaved layout (Q8_0 / Q4_0 / Q5_0, n_rows a multiple of 16, AVX-512 VNNI, no
+// AMX).
 bool interleaved_rows_supported(DType weight, int64_t n, int64_t n_rows);
 // Bytes of one group of sixteen rows, and of a whole matrix.
 size_t interleaved_group_bytes(DType weight, int64_t n);

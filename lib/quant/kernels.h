@@ -60,7 +60,7 @@ using Rows16TileFn = void (*)(int64_t n, int64_t n_rows, int64_t n_tokens, float
                               const void* w, size_t w_stride, const std::byte* packed);
 inline constexpr int64_t kRows16MinTokens = kStreamedTokens + 1;  // Zen 4 in cache: 0.87x at 4 tokens, 1.5x at 8, 1.9x at 16
 Rows16TileFn avx512_rows16_tile_kernel(DType weight);
-// The same tiles for Q4_0 / Q5_0 weights in the interleaved layout (interleaved_rows.h;
+// The same tiles for Q8_0 / Q4_0 / Q5_0 weights in the interleaved layout (interleaved_rows.h;
 // w: the first group's record 0, w_stride unused); nullptr without AVX-512 VNNI.
 Rows16TileFn avx512_rows16_interleaved_kernel(DType weight);
 size_t rows16_pack_bytes(int64_t n, int64_t n_tokens);

@@ -155,39 +155,47 @@ struct Rows16 : Lanes16 {
     }
 };
 
-// The same tiles over Q4_0 / Q5_0 weights already interleaved at load time
+// The same tiles over Q8_0 / Q4_0 / Q5_0 weights already interleaved at load time
 // (interleaved_rows.h): a group of sixteen rows is one run of records, so the regrouping
-// only unpacks each record's levels to signed weights. block_tiles addresses row r at
+// only turns each record's levels into signed weights. block_tiles addresses row r at
 // w + r * w_stride; with w_stride the stored row's bytes (a record is sixteen stored
 // blocks' bytes), row 16g lands on group g.
-template <bool Q5>
+template <DType W>
 struct Rows16Interleaved : Lanes16 {
     using Group = InterleavedBlock;
-    static constexpr size_t kRecord = 32 + 256 + (Q5 ? 64 : 0);
+    static constexpr bool kQ8 = W == DType::Q8_0, kQ5 = W == DType::Q5_0;
+    static constexpr size_t kQuads = (kQ8 ? 8 : 4) * 64;
+    static constexpr size_t kRecord = 32 + kQuads + (kQ5 ? 64 : 0);
     static void interleave(const uint8_t* w, size_t, int, int64_t b0, int64_t count, Group* out) {
-        const __m512i low_mask = _mm512_set1_epi8(15), offset = _mm512_set1_epi8(Q5 ? 16 : 8);
         const __m512i ones = _mm512_set1_epi8(1);
         for (int64_t i = 0; i < count; ++i) {
             const uint8_t* rec = w + static_cast<size_t>(b0 + i) * kRecord;
             InterleavedBlock& ib = out[i];
             __m512i sum = _mm512_setzero_si512();
-            for (int k = 0; k < 4; ++k) {
-                const __m512i raw = _mm512_loadu_si512(rec + 32 + 64 * k);
-                __m512i lo = _mm512_and_si512(raw, low_mask);
-                __m512i hi = _mm512_and_si512(_mm512_srli_epi16(raw, 4), low_mask);
-                if constexpr (Q5) {
-                    const __m512i sixteen = _mm512_set1_epi8(16);
-                    uint64_t bits_lo, bits_hi;
-                    std::memcpy(&bits_lo, rec + 288 + 8 * k, sizeof bits_lo);
-                    std::memcpy(&bits_hi, rec + 288 + 8 * (k + 4), sizeof bits_hi);
-                    lo = _mm512_mask_add_epi8(lo, _cvtu64_mask64(bits_lo), lo, sixteen);
-                    hi = _mm512_mask_add_epi8(hi, _cvtu64_mask64(bits_hi), hi, sixteen);
+            auto put = [&](int k, __m512i signed_levels) {
+                _mm512_storeu_si512(ib.quads[k], signed_levels);
+                sum = _mm512_dpbusd_epi32(sum, ones, signed_levels);
+            };
+            if constexpr (kQ8) {
+                for (int k = 0; k < 8; ++k)
+                    put(k, _mm512_xor_si512(_mm512_loadu_si512(rec + 32 + 64 * k), _mm512_set1_epi8(-128)));
+            } else {
+                const __m512i low_mask = _mm512_set1_epi8(15), offset = _mm512_set1_epi8(kQ5 ? 16 : 8);
+                for (int k = 0; k < 4; ++k) {
+                    const __m512i raw = _mm512_loadu_si512(rec + 32 + 64 * k);
+                    __m512i lo = _mm512_and_si512(raw, low_mask);
+                    __m512i hi = _mm512_and_si512(_mm512_srli_epi16(raw, 4), low_mask);
+                    if constexpr (kQ5) {
+                        const __m512i sixteen = _mm512_set1_epi8(16);
+                        uint64_t bits_lo, bits_hi;
+                        std::memcpy(&bits_lo, rec + 32 + kQuads + 8 * k, sizeof bits_lo);
+                        std::memcpy(&bits_hi, rec + 32 + kQuads + 8 * (k + 4), sizeof bits_hi);
+                        lo = _mm512_mask_add_epi8(lo, _cvtu64_mask64(bits_lo), lo, sixteen);
+                        hi = _mm512_mask_add_epi8(hi, _cvtu64_mask64(bits_hi), hi, sixteen);
+                    }
+                    put(k, _mm512_sub_epi8(lo, offset));
+                    put(k + 4, _mm512_sub_epi8(hi, offset));
                 }
-                lo = _mm512_sub_epi8(lo, offset);
-                hi = _mm512_sub_epi8(hi, offset);
-                _mm512_storeu_si512(ib.quads[k], lo);
-                _mm512_storeu_si512(ib.quads[k + 4], hi);
-                sum = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(sum, ones, lo), ones, hi);
             }
             _mm512_storeu_si512(ib.start, _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_slli_epi32(sum, 7)));
             _mm512_storeu_ps(ib.d, _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(rec))));
@@ -196,16 +204,16 @@ struct Rows16Interleaved : Lanes16 {
     template <int T>
     static void token_group(const Group* blocks, int64_t b0, int64_t count, const uint8_t* x0, size_t x_stride,
                             int n_rows, float* result, size_t result_stride) {
-        Rows16<BlockQ4_0>::token_group<T>(blocks, b0, count, x0, x_stride, n_rows, result, result_stride);
+        Rows16<BlockQ8_0>::token_group<T>(blocks, b0, count, x0, x_stride, n_rows, result, result_stride);
     }
 };
 
-template <bool Q5>
+template <DType W, class Block>
 void rows16_interleaved_tiles(int64_t n, int64_t n_rows, int64_t n_tokens, float* result, size_t result_stride,
                               const void* w, size_t, const std::byte* packed) {
-    const size_t row_bytes = static_cast<size_t>(n / kQK8_0) * (Q5 ? sizeof(BlockQ5_0) : sizeof(BlockQ4_0));
-    lanes::block_tiles<Rows16Interleaved<Q5>>(n, n_rows, n_tokens, result, result_stride, w, row_bytes, packed,
-                                              static_cast<size_t>(n / kQK8_0) * sizeof(PackedBlock));
+    const size_t row_bytes = static_cast<size_t>(n / kQK8_0) * sizeof(Block);
+    lanes::block_tiles<Rows16Interleaved<W>>(n, n_rows, n_tokens, result, result_stride, w, row_bytes, packed,
+                                             static_cast<size_t>(n / kQK8_0) * sizeof(PackedBlock));
 }
 
 template <class Block>
@@ -237,8 +245,9 @@ void rows16_pack(int64_t n, int64_t n_tokens, const void* x, size_t x_stride, st
 
 Rows16TileFn avx512_rows16_interleaved_kernel(DType weight) {
     switch (weight) {
-        case DType::Q4_0: return rows16_interleaved_tiles<false>;
-        case DType::Q5_0: return rows16_interleaved_tiles<true>;
+        case DType::Q8_0: return rows16_interleaved_tiles<DType::Q8_0, BlockQ8_0>;
+        case DType::Q4_0: return rows16_interleaved_tiles<DType::Q4_0, BlockQ4_0>;
+        case DType::Q5_0: return rows16_interleaved_tiles<DType::Q5_0, BlockQ5_0>;
         default: return nullptr;
     }
 }

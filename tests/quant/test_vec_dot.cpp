@@ -550,14 +550,14 @@ TEST_CASE("cpu_tuning: INLAY_CPU_TUNING picks the profile's choices", "[quant][v
     }
 }
 
-// The interleaved Q4_0 / Q5_0 layout (quant/interleaved_rows.h): every (row, token)
+// The interleaved Q8_0 / Q4_0 / Q5_0 layout (quant/interleaved_rows.h): every (row, token)
 // bitwise equal to vec_dot_kernel on the stored rows, for any token count (one pass of
 // up to 8 tokens and the passes after it), an odd number of blocks, random block bytes
-// (every level and fifth bit), and nothing written beside the results. Where the build
+// (every level and fifth bit; Q8_0's -128), and nothing written beside the results. Where the build
 // or CPU has no such layout (no AVX-512 VNNI, or AMX), it is refused with a clear error.
 TEST_CASE("vec_dot_interleaved equals the stored rows' dots", "[quant][vec_dot]") {
     std::mt19937 rng(1616);
-    for (DType type : {DType::Q4_0, DType::Q5_0}) {
+    for (DType type : {DType::Q8_0, DType::Q4_0, DType::Q5_0}) {
         for (int64_t n : {int64_t{1536}, int64_t{224}, int64_t{32}}) {
             const int64_t n_rows = 48, max_tokens = 19;
             const size_t w_stride = *row_bytes(type, n) + 6, x_stride = *row_bytes(DType::Q8_0, n) + 4;
@@ -629,7 +629,7 @@ TEST_CASE("vec_dot_interleaved equals the stored rows' dots", "[quant][vec_dot]"
     }
     float out[16];
     Bytes buf(4096);
-    REQUIRE(status_of([&] { quant::vec_dot_interleaved(DType::Q8_0, 32, 16, 1, out, 16, buf.data(), buf.data(), 34); }) ==
+    REQUIRE(status_of([&] { quant::vec_dot_interleaved(DType::Q4_1, 32, 16, 1, out, 16, buf.data(), buf.data(), 34); }) ==
             INLAY_ERR_INVALID_ARGUMENT);
     REQUIRE(status_of([&] { quant::vec_dot_interleaved(DType::Q4_0, 32, 16, -1, out, 16, buf.data(), buf.data(), 34); }) ==
             INLAY_ERR_INVALID_ARGUMENT);
