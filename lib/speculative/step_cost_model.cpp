@@ -77,6 +77,14 @@ double StepCostModel::pass_seconds(int64_t tokens) const {
     return time_at(lo) + per_token_seconds() * static_cast<double>(tokens - lo);  // beyond the sizes seen
 }
 
+double StepCostModel::fastest_pass_seconds(int64_t tokens) const {
+    if (!seen(tokens)) return pass_seconds(tokens);
+    const Recent& times = recent_[static_cast<size_t>(tokens)];
+    double fastest = times[0];
+    for (int i = 1; i < times.size(); ++i) fastest = std::min(fastest, times[i]);
+    return fastest;
+}
+
 double StepCostModel::added_ratio(int64_t batch_tokens, int64_t more) const {
     batch_tokens = std::max<int64_t>(1, batch_tokens);
     if (more <= 0) return 0.0;

@@ -39,6 +39,12 @@ public:
     [[nodiscard]] double decode_seconds() const;
     // Seconds of a pass of `tokens` tokens; 0 before any pass.
     [[nodiscard]] double pass_seconds(int64_t tokens) const;
+    // The same from the fastest of a size's recent passes where that size was timed: what
+    // the pass costs when nothing slows it down. Nothing makes a pass faster than it is,
+    // so this estimate is never fooled by cold starts; it serves a draft model, whose
+    // first passes of a reply can all be cold (its weights evicted by the target's) and
+    // would otherwise price speculation out before any warm pass is timed.
+    [[nodiscard]] double fastest_pass_seconds(int64_t tokens) const;
     // The cost of `more` tokens added to a pass of `batch_tokens`, relative to what that
     // pass yields per sequence (its time / batch_tokens): at 1 token, in decode steps.
     [[nodiscard]] double added_ratio(int64_t batch_tokens, int64_t more) const;

@@ -121,6 +121,21 @@ TEST_CASE("the step cost model prices small passes by the sizes it has timed", "
     REQUIRE(m.pass_seconds(2) < 0.0026);
 }
 
+TEST_CASE("the fastest recent pass of a size is what it costs undisturbed", "[speculative][cost]") {
+    // A draft's first passes of a reply, all cold, then one warm: the median says cold,
+    // the fastest says warm; sizes not timed fall back to pass_seconds.
+    StepCostModel m(0.1);
+    for (double t : {0.0019, 0.0011, 0.0011, 0.00057}) m.add(1, t);
+    REQUIRE(m.pass_seconds(1) == Approx(0.0011));
+    REQUIRE(m.fastest_pass_seconds(1) == Approx(0.00057));
+    m.add(1, 0.00048);
+    REQUIRE(m.fastest_pass_seconds(1) == Approx(0.00048));
+    for (int i = 0; i < StepCostModel::kRecent; ++i) m.add(1, 0.0009);  // the fast one left the window
+    REQUIRE(m.fastest_pass_seconds(1) == Approx(0.0009));
+    m.add(8, 0.004);
+    REQUIRE(m.fastest_pass_seconds(4) == Approx(m.pass_seconds(4)));
+}
+
 TEST_CASE("one slow pass does not set a size's cost", "[speculative][cost]") {
     // A draft model's first pass, cold (page faults, evicted cache), then its usual ones.
     StepCostModel m(0.1);
