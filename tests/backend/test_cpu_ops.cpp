@@ -4,11 +4,13 @@
 // on where it sits. The ops themselves are checked against float64 in test_conformance.
 #include <array>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <utility>
 #include <vector>
 
 #include "backend_test_util.h"
+#include "quant/interleaved_rows.h"
 
 using namespace inlay;
 using namespace inlay::test;
@@ -136,4 +138,75 @@ TEST_CASE("alloc_scratch holds the widest activation row of every partner format
     for (DType act : {DType::F16, DType::BF16, DType::Q8_0, DType::Q8_1, DType::Q8_K})
         if (const auto r = row_bytes(act, 1024)) REQUIRE(s.converted.size() >= 3 * *r);
     REQUIRE(s.up.size() == 3 * 64);
+}
+
+// Q8_0 / Q4_0 / Q5_0 matrices interleaved at upload (quant/interleaved_rows.h) against
+// the same matrices kept as stored rows (INLAY_INTERLEAVE=0): every product path (one
+// token, the streamed few-token runs, the prompt blocks; matmul, matmul_qkv,
+// matmul_swiglu) and embedding lookups give the same bits, over thread splits whose runs
+// start at any group. Where this CPU does not interleave, both uploads keep the stored
+// rows and the test says so.
+TEST_CASE("interleaved weights give the stored rows' bits (CPU)", "[cpu_ops]") {
+    struct EnvOff {  // INLAY_INTERLEAVE=0 while alive
+        EnvOff() { ::setenv("INLAY_INTERLEAVE", "0", 1); }
+        ~EnvOff() { ::unsetenv("INLAY_INTERLEAVE"); }
+    };
+    for (const int threads : {1, 2, 3}) {
+        CpuBackend b(threads);
+        for (DType type : {DType::Q8_0, DType::Q4_0, DType::Q5_0}) {
+            for (const int64_t n_in : {int64_t{224}, int64_t{576}}) {
+                const int64_t n_out = 208, kv_rows = 48;  // 13 and 3 groups of sixteen
+                auto wt = make_tensor(type, n_in, n_out, 41), kt = make_tensor(type, n_in, kv_rows, 42),
+                     vt = make_tensor(type, n_in, kv_rows, 43), ut = make_tensor(type, n_in, n_out, 44);
+                CpuBackend::Weight w, k, v, u, ws, ks, vs, us;
+                w = b.upload_matrix(wt.view), k = b.upload_matrix(kt.view), v = b.upload_matrix(vt.view),
+                u = b.upload_matrix(ut.view);
+                {
+                    const EnvOff off;
+                    ws = b.upload_matrix(wt.view), ks = b.upload_matrix(kt.view), vs = b.upload_matrix(vt.view),
+                    us = b.upload_matrix(ut.view);
+                }
+                REQUIRE(ws.interleaved == nullptr);
+                if (!quant::interleaved_rows_supported(type, n_in, n_out)) {
+                    REQUIRE(w.interleaved == nullptr);
+                    WARN(dtype_name(type) << ": this CPU keeps the stored rows; the comparison is trivial here");
+                } else {
+                    REQUIRE(w.interleaved != nullptr);
+                    REQUIRE(k.interleaved != nullptr);
+                }
+                for (const int64_t n_tok : {int64_t{1}, int64_t{3}, int64_t{8}, int64_t{9}, int64_t{20}}) {
+                    INFO(dtype_name(type) << ", " << n_in << " columns, " << n_tok << " tokens, " << threads << " threads");
+                    auto scratch = b.alloc_scratch(ScratchShape{n_tok, n_in, n_out, 1, 1});
+                    auto xb = upload(b, random_floats(static_cast<size_t>(n_in * n_tok), 45));
+                    auto y = b.alloc(n_tok * n_out), ys = b.alloc(n_tok * n_out);
+                    b.matmul(w, xb, n_tok, y, scratch);
+                    b.matmul(ws, xb, n_tok, ys, scratch);
+                    REQUIRE(y.data == ys.data);
+                    auto q = b.alloc(n_tok * n_out), kk = b.alloc(n_tok * kv_rows), vv = b.alloc(n_tok * kv_rows);
+                    auto qs = b.alloc(n_tok * n_out), kks = b.alloc(n_tok * kv_rows), vvs = b.alloc(n_tok * kv_rows);
+                    b.matmul_qkv(w, k, v, xb, n_tok, q, kk, vv, scratch);
+                    b.matmul_qkv(ws, ks, vs, xb, n_tok, qs, kks, vvs, scratch);
+                    REQUIRE(q.data == qs.data);
+                    REQUIRE(kk.data == kks.data);
+                    REQUIRE(vv.data == vvs.data);
+                    auto g = b.alloc(n_tok * n_out), gs = b.alloc(n_tok * n_out);
+                    b.matmul_swiglu(w, u, xb, n_tok, g, scratch);
+                    b.matmul_swiglu(ws, us, xb, n_tok, gs, scratch);
+                    REQUIRE(g.data == gs.data);
+                }
+                // Embedding rows from the records: the stored rows' values.
+                auto kv = b.alloc_kv(KvGeometry{1, 1, 8, 4, DType::F16}, 1);
+                BatchBuilder bb;
+                const int32_t s = bb.add_sequence(std::vector<int32_t>{0}, 4);
+                const std::vector<int32_t> ids{207, 0, 16, 101};  // the last row, group edges, a middle lane
+                for (const int32_t id : ids) bb.add_token(id, static_cast<int32_t>(bb.n_tokens()), s);
+                auto batch = prepare(b, bb, kv);
+                const auto n = static_cast<int64_t>(ids.size());
+                auto e = b.alloc(n * n_in), es = b.alloc(n * n_in);
+                b.embed(w, batch, e);
+                b.embed(ws, batch, es);
+                REQUIRE(e.data == es.data);
+            }
+        }
+    }
 }
