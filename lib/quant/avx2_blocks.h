@@ -169,6 +169,15 @@ __m256i block_weights(const uint8_t* row, int64_t i, uint16_t& d) {
     }
 }
 
+// The f16 scales of block b of eight rows as f32, lane r row r's.
+template <class Block>
+inline __m256 row_scales8(const Block* const (&wr)[8], int64_t b) {
+    return _mm256_cvtph_ps(_mm_setr_epi16(
+        static_cast<int16_t>(wr[0][b].d), static_cast<int16_t>(wr[1][b].d), static_cast<int16_t>(wr[2][b].d),
+        static_cast<int16_t>(wr[3][b].d), static_cast<int16_t>(wr[4][b].d), static_cast<int16_t>(wr[5][b].d),
+        static_cast<int16_t>(wr[6][b].d), static_cast<int16_t>(wr[7][b].d)));
+}
+
 // The eight int32 sums of eight vectors' lanes: result lane r = sum of v[r]'s lanes.
 inline __m256i sum_lanes8(const __m256i (&v)[8]) {
     const __m256i u0 = _mm256_hadd_epi32(_mm256_hadd_epi32(v[0], v[1]), _mm256_hadd_epi32(v[2], v[3]));

@@ -1,10 +1,9 @@
-// The interleaved Q8_0 / Q4_0 / Q5_0 layout (interleaved_rows.h): the repacking, in plain
-// C++, and its kernel (AVX-512 VNNI).
+// The interleaved Q8_0 / Q4_0 / Q5_0 layout (interleaved_rows.h): the repacking and its
+// kernel (AVX-512 VNNI builds), and the stored rows rebuilt from the records.
 #include "quant/interleaved_rows.h"
 
 #include <algorithm>
 #include <cstring>
-#include <type_traits>
 #include <vector>
 
 #include "core/error.h"
@@ -17,82 +16,55 @@
 #define INLAY_INTERLEAVED_ROWS 1
 #include <immintrin.h>
 
-#include "quant/avx512_bits.h"
 #include "quant/gcc_avx512_warnings.h"
 #include "quant/simd_avx2.h"
 #else
 #define INLAY_INTERLEAVED_ROWS 0
 #endif
+#include "quant/interleaved_records.h"
 
 namespace inlay::quant {
 namespace {
 
-constexpr int kRows = 16;
-constexpr size_t kScaleBytes = kRows * sizeof(uint16_t);  // d[16]
-constexpr size_t kHighBytes = 8 * sizeof(uint64_t);       // high[8], Q5_0
+using namespace detail::interleaved;
 
 bool interleavable(DType weight) { return weight == DType::Q8_0 || weight == DType::Q4_0 || weight == DType::Q5_0; }
 
-// quads: 8 x 16 lanes of 4 bytes for Q8_0 (levels), 4 x 16 for the nibbles of Q4_0 / Q5_0.
-constexpr size_t quad_bytes(DType weight) { return (weight == DType::Q8_0 ? 8 : 4) * kRows * 4; }
-constexpr size_t record_bytes(DType weight) {
-    return kScaleBytes + quad_bytes(weight) + (weight == DType::Q5_0 ? kHighBytes : 0);
-}
-// value = level - offset: Q8_0's levels are its values + 128.
-constexpr int level_offset(DType weight) { return weight == DType::Q8_0 ? 128 : weight == DType::Q5_0 ? 16 : 8; }
-// The element of a Q5_0 block whose fifth bit is bit j of lane r's nibble group k.
-constexpr int high_first(int k) { return k < 4 ? 4 * k : 16 + 4 * (k - 4); }
+#if INLAY_INTERLEAVED_ROWS
 
 template <DType W, class Block>
 void interleave_group(const uint8_t* w, size_t w_stride, int64_t n_blocks, uint8_t* out) {
     constexpr size_t kRecord = record_bytes(W);
     for (int64_t b = 0; b < n_blocks; ++b) {
         uint8_t* rec = out + static_cast<size_t>(b) * kRecord;
-        uint64_t high[8] = {};
-        for (int r = 0; r < kRows; ++r) {
-            const Block& blk = reinterpret_cast<const Block*>(w + static_cast<size_t>(r) * w_stride)[b];
-            std::memcpy(rec + r * sizeof(uint16_t), &blk.d, sizeof(uint16_t));
-            if constexpr (W == DType::Q8_0) {
-#if INLAY_INTERLEAVED_ROWS
-                (void)blk;  // the quads go below, eight rows at a time
-#else
-                for (int k = 0; k < 8; ++k) {  // + 128 on four values at once: the sign bits flipped
-                    uint32_t quad;
-                    std::memcpy(&quad, blk.qs + 4 * k, sizeof quad);
-                    quad ^= 0x80808080u;
-                    std::memcpy(rec + kScaleBytes + (k * kRows + r) * 4, &quad, sizeof quad);
-                }
-#endif
-            } else {
-                for (int k = 0; k < 4; ++k) std::memcpy(rec + kScaleBytes + (k * kRows + r) * 4, blk.qs + 4 * k, 4);
-            }
-            if constexpr (W == DType::Q5_0) {
-                uint32_t qh;
-                std::memcpy(&qh, blk.qh, sizeof qh);
-                for (int k = 0; k < 8; ++k) high[k] |= uint64_t{(qh >> high_first(k)) & 0xFu} << (4 * r);
-            }
-        }
-        if constexpr (W == DType::Q5_0) std::memcpy(rec + kScaleBytes + quad_bytes(W), high, sizeof high);
-#if INLAY_INTERLEAVED_ROWS
+        auto block = [&](int r) -> const Block& { return reinterpret_cast<const Block*>(w + static_cast<size_t>(r) * w_stride)[b]; };
+        for (int r = 0; r < kRows; ++r) std::memcpy(rec + r * sizeof(uint16_t), &block(r).d, sizeof(uint16_t));
         if constexpr (W == DType::Q8_0) {
             // Eight rows' 32 values at a time, transposed in 32-bit lanes: quads[k] of rows
             // 8h..8h+7, + 128 by flipping the sign bits. (One 4-byte store per row and k
             // made the repacking most of a Q8_0 model's load time.)
             for (int h = 0; h < 2; ++h) {
                 __m256i rows[8], quads[8];
-                for (int j = 0; j < 8; ++j)
-                    rows[j] = simd::load32(reinterpret_cast<const Block*>(w + static_cast<size_t>(8 * h + j) * w_stride)[b].qs);
+                for (int j = 0; j < 8; ++j) rows[j] = simd::load32(block(8 * h + j).qs);
                 simd::transpose8x32(rows, quads);
                 for (int k = 0; k < 8; ++k)
                     _mm256_storeu_si256(reinterpret_cast<__m256i*>(rec + kScaleBytes + 64 * k + 32 * h),
                                         _mm256_xor_si256(quads[k], _mm256_set1_epi8(-128)));
             }
+        } else {
+            for (int r = 0; r < kRows; ++r)
+                for (int k = 0; k < 4; ++k) std::memcpy(rec + kScaleBytes + (k * kRows + r) * 4, block(r).qs + 4 * k, 4);
         }
-#endif
+        if constexpr (W == DType::Q5_0) {
+            uint64_t high[8] = {};
+            for (int r = 0; r < kRows; ++r) {
+                const uint32_t qh = simd::load_u32(block(r).qh);
+                for (int k = 0; k < 8; ++k) high[k] |= uint64_t{(qh >> high_first(k)) & 0xFu} << (4 * r);
+            }
+            std::memcpy(rec + kScaleBytes + quad_bytes(W), high, sizeof high);
+        }
     }
 }
-
-#if INLAY_INTERLEAVED_ROWS
 
 constexpr int kTokens = 8;  // tokens whose accumulators stay in registers during one pass
 
@@ -104,31 +76,12 @@ void offset_starts(int offset, int64_t n_blocks, int64_t n_tokens, const uint8_t
     const __m256i ones = _mm256_set1_epi8(1);
     for (int64_t t = 0; t < n_tokens; ++t) {
         const auto* xb = reinterpret_cast<const BlockQ8_0*>(x + static_cast<size_t>(t) * x_stride);
-        for (int64_t b = 0; b < n_blocks; ++b) {
-            const __m256i s = _mm256_dpbusd_epi32(_mm256_setzero_si256(), ones,
-                                                  _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xb[b].qs)));
-            __m128i h = _mm_add_epi32(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1));
-            h = _mm_add_epi32(h, _mm_shuffle_epi32(h, _MM_SHUFFLE(1, 0, 3, 2)));
-            h = _mm_add_epi32(h, _mm_shuffle_epi32(h, _MM_SHUFFLE(2, 3, 0, 1)));
-            out[static_cast<size_t>(t * n_blocks + b)] = -offset * _mm_cvtsi128_si32(h);
-        }
+        for (int64_t b = 0; b < n_blocks; ++b)
+            out[static_cast<size_t>(t * n_blocks + b)] = -offset * simd::hsum(simd::dot_u8_i8(ones, simd::load32(xb[b].qs)));
     }
 }
 
-// The high nibble of every byte (GFNI: one affine transform; else a shift and a mask).
-inline __m512i high_nibbles(__m512i v) {
-#if defined(__GFNI__)
-    return _mm512_gf2p8affine_epi64_epi8(v, _mm512_set1_epi64(detail::avx512::bit_matrix(detail::avx512::kHighNibble)), 0);
-#else
-    return _mm512_and_si512(_mm512_srli_epi16(v, 4), _mm512_set1_epi8(15));
-#endif
-}
-
-inline __m512i quad(const int8_t* p) {
-    int32_t v;
-    std::memcpy(&v, p, sizeof v);
-    return _mm512_set1_epi32(v);
-}
+inline __m512i quad(const int8_t* p) { return _mm512_set1_epi32(static_cast<int32_t>(simd::load_u32(p))); }
 
 // One group of sixteen rows against T tokens: x[t] the tokens' activation rows, starts[t]
 // their offset_starts, result[t] where their sixteen results go; end: the end of the
@@ -150,26 +103,9 @@ void group_tokens(const uint8_t* group, int64_t n_blocks, const uint8_t* end, co
         if (const uint8_t* ahead = rec + kAhead * kRecord; ahead < end) {
             for (size_t line = 0; line < kRecord; line += 64) _mm_prefetch(reinterpret_cast<const char*>(ahead) + line, _MM_HINT_T0);
         }
-        __m512i levels[8];  // levels[k]: elements 4k..4k+3 of every row, one row per 32-bit lane
-        if constexpr (W == DType::Q8_0) {
-            for (int k = 0; k < 8; ++k) levels[k] = _mm512_loadu_si512(rec + kScaleBytes + 64 * k);
-        } else {
-            const __m512i low_mask = _mm512_set1_epi8(15);
-            for (int k = 0; k < 4; ++k) {
-                const __m512i raw = _mm512_loadu_si512(rec + kScaleBytes + 64 * k);
-                levels[k] = _mm512_and_si512(raw, low_mask);
-                levels[k + 4] = high_nibbles(raw);
-            }
-        }
-        if constexpr (W == DType::Q5_0) {
-            const __m512i sixteen = _mm512_set1_epi8(16);
-            for (int k = 0; k < 8; ++k) {
-                uint64_t bits;
-                std::memcpy(&bits, rec + kScaleBytes + quad_bytes(W) + 8 * k, sizeof bits);
-                levels[k] = _mm512_mask_add_epi8(levels[k], _cvtu64_mask64(bits), levels[k], sixteen);
-            }
-        }
-        const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(rec)));
+        __m512i levels[8];
+        record_levels<W>(rec, levels);
+        const __m512 dw = record_scales(rec);
         for (int t = 0; t < T; ++t) {
             const int8_t* xq = x[t][b].qs;
             // Two chains of four dpbusd (exact integers: any order), so that one token's
@@ -246,6 +182,7 @@ void interleave_rows(DType weight, int64_t n, int64_t n_rows, const void* w, siz
     if (!interleaved_rows_supported(weight, n, n_rows) || w == nullptr || out == nullptr)
         fail(INLAY_ERR_INVALID_ARGUMENT, "interleave_rows: {} rows of {} {} cannot be interleaved here", n_rows, n,
              dtype_name(weight));
+#if INLAY_INTERLEAVED_ROWS
     const auto* src = static_cast<const uint8_t*>(w);
     auto* dst = static_cast<uint8_t*>(out);
     const size_t group_bytes = interleaved_group_bytes(weight, n);
@@ -256,6 +193,9 @@ void interleave_rows(DType weight, int64_t n, int64_t n_rows, const void* w, siz
         else if (weight == DType::Q4_0) interleave_group<DType::Q4_0, BlockQ4_0>(rows, w_stride, n / kQK8_0, group);
         else interleave_group<DType::Q5_0, BlockQ5_0>(rows, w_stride, n / kQK8_0, group);
     }
+#else
+    (void)w_stride;  // refused above: no build without AVX-512 VNNI takes the layout
+#endif
 }
 
 void interleaved_stored_row(DType weight, int64_t n, const void* w16, int64_t r, void* out) {

@@ -1,8 +1,8 @@
 #include "quant/vec_dot.h"
-#include "quant/interleaved_rows.h"
 
 #include "core/error.h"
 #include "quant/amx_common.h"
+#include "quant/interleaved_rows.h"
 #include "quant/kernels.h"
 #include "quant/quantize.h"
 #include "quant/row_codecs.h"
@@ -183,13 +183,17 @@ void TilePack::assign(DType weight, int64_t n, int64_t n_tokens, const void* x, 
     else detail::amx_pack_q8_0(n, n_tokens, x, x_stride, out);
 }
 
+void TilePack::require_made_for(DType weight, int64_t n, int64_t n_tokens, const char* caller) const {
+    if (weight_ != weight || n_ != n || n_tokens_ != n_tokens)
+        fail(INLAY_ERR_INVALID_ARGUMENT, "{}: the pack was made for {} x {} of {}, not {} x {} of {}", caller, n_tokens_,
+             n_, dtype_name(weight_), n_tokens, n, dtype_name(weight));
+}
+
 void vec_dot_tile(DType weight, int64_t n, int64_t n_rows, int64_t n_tokens, float* result, size_t result_stride,
                   const void* w, size_t w_stride, const void* x, size_t x_stride, const TilePack* pack) {
     check_rows(weight, n, n_rows, result, w, x, "vec_dot_tile");
     if (n_tokens < 0) fail(INLAY_ERR_INVALID_ARGUMENT, "vec_dot_tile: negative token count {}", n_tokens);
-    if (pack && (pack->weight_ != weight || pack->n_ != n || pack->n_tokens_ != n_tokens))
-        fail(INLAY_ERR_INVALID_ARGUMENT, "vec_dot_tile: the pack was made for {} x {} of {}, not {} x {} of {}",
-             pack->n_tokens_, pack->n_, dtype_name(pack->weight_), n_tokens, n, dtype_name(weight));
+    if (pack) pack->require_made_for(weight, n, n_tokens, "vec_dot_tile");
     if (n_rows == 0 || n_tokens == 0) return;
     const auto* xb = static_cast<const std::byte*>(x);
     if (const AmxPath path = amx_path(weight, n, n_tokens); path != AmxPath::none) {
@@ -241,19 +245,13 @@ void vec_dot_tile(DType weight, int64_t n, int64_t n_rows, int64_t n_tokens, flo
                        xb + static_cast<size_t>(t) * x_stride);
 }
 
-}  // namespace inlay::quant
-
-namespace inlay::quant {
-
 void vec_dot_interleaved(DType weight, int64_t n, int64_t n_rows, int64_t n_tokens, float* result, size_t result_stride,
                          const void* w16, const void* x, size_t x_stride, const TilePack* pack) {
     if (!interleaved_rows_supported(weight, n, n_rows) || n_tokens < 0 ||
         (n_tokens > 0 && (result == nullptr || w16 == nullptr || x == nullptr)))
         fail(INLAY_ERR_INVALID_ARGUMENT, "vec_dot_interleaved: {} rows of {} {} x {} tokens not supported here", n_rows,
              n, dtype_name(weight), n_tokens);
-    if (pack && (pack->weight_ != weight || pack->n_ != n || pack->n_tokens_ != n_tokens))
-        fail(INLAY_ERR_INVALID_ARGUMENT, "vec_dot_interleaved: the pack was made for {} x {} of {}, not {} x {} of {}",
-             pack->n_tokens_, pack->n_, dtype_name(pack->weight_), n_tokens, n, dtype_name(weight));
+    if (pack) pack->require_made_for(weight, n, n_tokens, "vec_dot_interleaved");
     if (n_tokens == 0) return;
     if (n_tokens > kStreamedTokens && rows16_path(weight, n, n_tokens)) {
         TilePack own;

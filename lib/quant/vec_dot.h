@@ -85,6 +85,9 @@ private:
                              const TilePack*);
     friend void vec_dot_interleaved(DType, int64_t, int64_t, int64_t, float*, size_t, const void*, const void*, size_t,
                                     const TilePack*);
+    // Throws INLAY_ERR_INVALID_ARGUMENT (naming `caller`) unless this pack was made for
+    // n_tokens tokens of n `weight` activations.
+    void require_made_for(DType weight, int64_t n, int64_t n_tokens, const char* caller) const;
     DType weight_ = DType::F32;
     int64_t n_ = 0;
     int64_t n_tokens_ = 0;

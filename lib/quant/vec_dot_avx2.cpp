@@ -169,11 +169,7 @@ void dot_block_sums(int64_t n, float* result, const uint8_t* w, size_t stride, c
             prefetch_rows<8>(w, stride, static_cast<size_t>(b) * sizeof(Block), sizeof(Block));
             __m256i p[8];
             for (int r = 0; r < 8; ++r) p[r] = Block32<Block>::dot(wr[r][b], xq, start);
-            const __m128i dw16 = _mm_setr_epi16(static_cast<int16_t>(wr[0][b].d), static_cast<int16_t>(wr[1][b].d),
-                                                static_cast<int16_t>(wr[2][b].d), static_cast<int16_t>(wr[3][b].d),
-                                                static_cast<int16_t>(wr[4][b].d), static_cast<int16_t>(wr[5][b].d),
-                                                static_cast<int16_t>(wr[6][b].d), static_cast<int16_t>(wr[7][b].d));
-            const __m256 scale = _mm256_mul_ps(_mm256_cvtph_ps(dw16), _mm256_set1_ps(dx));
+            const __m256 scale = _mm256_mul_ps(row_scales8(wr, b), _mm256_set1_ps(dx));
             acc8 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum_lanes8(p)), scale, acc8);
         }
         _mm256_storeu_ps(result, acc8);
@@ -321,11 +317,7 @@ void dot_block_sums_zmm8(int64_t n, float* result, const uint8_t* w, size_t stri
     const int64_t n_blocks = n / kQK8_0;
     __m256 acc8 = _mm256_setzero_ps();
     auto fuse = [&](int64_t b, __m256i totals) {
-        const __m128i dw16 = _mm_setr_epi16(static_cast<int16_t>(wr[0][b].d), static_cast<int16_t>(wr[1][b].d),
-                                            static_cast<int16_t>(wr[2][b].d), static_cast<int16_t>(wr[3][b].d),
-                                            static_cast<int16_t>(wr[4][b].d), static_cast<int16_t>(wr[5][b].d),
-                                            static_cast<int16_t>(wr[6][b].d), static_cast<int16_t>(wr[7][b].d));
-        const __m256 scale = _mm256_mul_ps(_mm256_cvtph_ps(dw16), _mm256_set1_ps(f16_to_f32(x[b].d)));
+        const __m256 scale = _mm256_mul_ps(row_scales8(wr, b), _mm256_set1_ps(f16_to_f32(x[b].d)));
         acc8 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(totals), scale, acc8);
     };
     int64_t b = 0;

@@ -320,10 +320,7 @@ struct BlockSumTile {
             if constexpr (R == 8) {
                 typename Split::Row row[8];
                 for (int r = 0; r < 8; ++r) row[r].load(wr[r][b]);
-                const __m256 dw = _mm256_cvtph_ps(_mm_setr_epi16(
-                    static_cast<int16_t>(wr[0][b].d), static_cast<int16_t>(wr[1][b].d), static_cast<int16_t>(wr[2][b].d),
-                    static_cast<int16_t>(wr[3][b].d), static_cast<int16_t>(wr[4][b].d), static_cast<int16_t>(wr[5][b].d),
-                    static_cast<int16_t>(wr[6][b].d), static_cast<int16_t>(wr[7][b].d)));
+                const __m256 dw = row_scales8(wr, b);
                 for (int t = 0; t < T; ++t) {
                     typename Split::Token token;
                     token.load(xr[t][b]);

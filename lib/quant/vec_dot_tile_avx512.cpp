@@ -288,10 +288,7 @@ struct BlockSumTile512 {
             for (int r = 0; r < R; ++r) levels[r] = _mm512_broadcast_i64x4(SumLevels<Block>::levels(wr[r][b]));
             __m512 dw;
             if constexpr (R == 8) {
-                const __m256 dw8 = _mm256_cvtph_ps(_mm_setr_epi16(
-                    static_cast<int16_t>(wr[0][b].d), static_cast<int16_t>(wr[1][b].d), static_cast<int16_t>(wr[2][b].d),
-                    static_cast<int16_t>(wr[3][b].d), static_cast<int16_t>(wr[4][b].d), static_cast<int16_t>(wr[5][b].d),
-                    static_cast<int16_t>(wr[6][b].d), static_cast<int16_t>(wr[7][b].d)));
+                const __m256 dw8 = row_scales8(wr, b);
                 dw = _mm512_permutexvar_ps(row_of_lane, _mm512_castps256_ps512(dw8));
             }
             for (int p = 0; p < P; ++p) {
@@ -358,12 +355,6 @@ struct BlockPairTile512 {
             for (int t = 0; t < T; ++t) xr[t] = row_as<BlockQ8_0>(x, x_stride, t);
             __m256 acc[T];  // lane r: row r of token t
             for (int t = 0; t < T; ++t) acc[t] = _mm256_setzero_ps();
-            auto row_scales = [&](int64_t b) {
-                return _mm256_cvtph_ps(_mm_setr_epi16(
-                    static_cast<int16_t>(wr[0][b].d), static_cast<int16_t>(wr[1][b].d), static_cast<int16_t>(wr[2][b].d),
-                    static_cast<int16_t>(wr[3][b].d), static_cast<int16_t>(wr[4][b].d), static_cast<int16_t>(wr[5][b].d),
-                    static_cast<int16_t>(wr[6][b].d), static_cast<int16_t>(wr[7][b].d)));
-            };
             auto fuse = [&](int t, int64_t b, __m256 dw, __m256i totals) {
                 const __m256 scale = _mm256_mul_ps(dw, _mm256_set1_ps(f16_to_f32(xr[t][b].d)));
                 acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(totals), scale, acc[t]);
@@ -374,7 +365,7 @@ struct BlockPairTile512 {
                 prefetch_rows<8>(w, w_stride, static_cast<size_t>(b) * sizeof(Block), 2 * sizeof(Block));
                 __m512i levels[8];
                 for (int r = 0; r < 8; ++r) levels[r] = Levels::load(wr[r][b], wr[r][b + 1]);
-                const __m256 dw0 = row_scales(b), dw1 = row_scales(b + 1);
+                const __m256 dw0 = row_scales8(wr, b), dw1 = row_scales8(wr, b + 1);
                 for (int t = 0; t < T; ++t) {
                     const __m512i xq = halves(load32(xr[t][b].qs), load32(xr[t][b + 1].qs));
                     const __m512i start = avx512::pair_start<Block>(xq);
@@ -386,7 +377,7 @@ struct BlockPairTile512 {
                 }
             }
             if (b < n_blocks) {  // an odd last block: dot_block_sums<Block, 8>'s step
-                const __m256 dw = row_scales(b);
+                const __m256 dw = row_scales8(wr, b);
                 for (int t = 0; t < T; ++t) {
                     const __m256i xq = load32(xr[t][b].qs);
                     const __m256i start = offset_start<Block>(xq);

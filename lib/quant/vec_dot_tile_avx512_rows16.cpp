@@ -19,12 +19,12 @@
     defined(__AVX512VNNI__) && defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
 
 #include <algorithm>
-#include <cstring>
 #include <type_traits>
 
 #include "core/half.h"
 #include "quant/avx2_blocks.h"
 #include "quant/gcc_avx512_warnings.h"
+#include "quant/interleaved_records.h"
 #include "quant/row_lane_tiles.h"
 
 namespace inlay::quant::detail {
@@ -163,42 +163,20 @@ struct Rows16 : Lanes16 {
 template <DType W>
 struct Rows16Interleaved : Lanes16 {
     using Group = InterleavedBlock;
-    static constexpr bool kQ8 = W == DType::Q8_0, kQ5 = W == DType::Q5_0;
-    static constexpr size_t kQuads = (kQ8 ? 8 : 4) * 64;
-    static constexpr size_t kRecord = 32 + kQuads + (kQ5 ? 64 : 0);
     static void interleave(const uint8_t* w, size_t, int, int64_t b0, int64_t count, Group* out) {
-        const __m512i ones = _mm512_set1_epi8(1);
+        const __m512i ones = _mm512_set1_epi8(1), offset = _mm512_set1_epi8(static_cast<char>(interleaved::level_offset(W)));
         for (int64_t i = 0; i < count; ++i) {
-            const uint8_t* rec = w + static_cast<size_t>(b0 + i) * kRecord;
+            const uint8_t* rec = w + static_cast<size_t>(b0 + i) * interleaved::record_bytes(W);
             InterleavedBlock& ib = out[i];
-            __m512i sum = _mm512_setzero_si512();
-            auto put = [&](int k, __m512i signed_levels) {
-                _mm512_storeu_si512(ib.quads[k], signed_levels);
-                sum = _mm512_dpbusd_epi32(sum, ones, signed_levels);
-            };
-            if constexpr (kQ8) {
-                for (int k = 0; k < 8; ++k)
-                    put(k, _mm512_xor_si512(_mm512_loadu_si512(rec + 32 + 64 * k), _mm512_set1_epi8(-128)));
-            } else {
-                const __m512i low_mask = _mm512_set1_epi8(15), offset = _mm512_set1_epi8(kQ5 ? 16 : 8);
-                for (int k = 0; k < 4; ++k) {
-                    const __m512i raw = _mm512_loadu_si512(rec + 32 + 64 * k);
-                    __m512i lo = _mm512_and_si512(raw, low_mask);
-                    __m512i hi = _mm512_and_si512(_mm512_srli_epi16(raw, 4), low_mask);
-                    if constexpr (kQ5) {
-                        const __m512i sixteen = _mm512_set1_epi8(16);
-                        uint64_t bits_lo, bits_hi;
-                        std::memcpy(&bits_lo, rec + 32 + kQuads + 8 * k, sizeof bits_lo);
-                        std::memcpy(&bits_hi, rec + 32 + kQuads + 8 * (k + 4), sizeof bits_hi);
-                        lo = _mm512_mask_add_epi8(lo, _cvtu64_mask64(bits_lo), lo, sixteen);
-                        hi = _mm512_mask_add_epi8(hi, _cvtu64_mask64(bits_hi), hi, sixteen);
-                    }
-                    put(k, _mm512_sub_epi8(lo, offset));
-                    put(k + 4, _mm512_sub_epi8(hi, offset));
-                }
+            __m512i levels[8], sum = _mm512_setzero_si512();
+            interleaved::record_levels<W>(rec, levels);
+            for (int k = 0; k < 8; ++k) {
+                const __m512i weights = _mm512_sub_epi8(levels[k], offset);  // signed: level - offset
+                _mm512_storeu_si512(ib.quads[k], weights);
+                sum = _mm512_dpbusd_epi32(sum, ones, weights);
             }
             _mm512_storeu_si512(ib.start, _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_slli_epi32(sum, 7)));
-            _mm512_storeu_ps(ib.d, _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(rec))));
+            _mm512_storeu_ps(ib.d, interleaved::record_scales(rec));
         }
     }
     template <int T>

@@ -51,12 +51,13 @@ RowRange chunk_rows(size_t n_rows, size_t n_blocks, size_t c, size_t n_chunks) {
 }
 
 // Rows [rb, rb + nr) of w for n_tokens tokens into y (rows y_stride floats apart): the
-// interleaved records where w has them (every chunk starts and ends on a row block, and
-// kRowBlock is the layout's group of sixteen), else the stored rows.
+// interleaved records where w has them, else the stored rows. Every chunk starts on a row
+// block, the layout's group of sixteen, and an interleaved matrix has whole groups, so
+// its chunks do too (vec_dot_interleaved refuses any other row count).
 void product_rows(const CpuBackend::Weight& w, size_t rb, size_t nr, int64_t n_tokens, float* y, size_t y_stride,
                   const std::byte* xq, size_t x_stride, const quant::TilePack* pack) {
     static_assert(kRowBlock == 16);
-    if (w.interleaved && rb % kRowBlock == 0 && nr % kRowBlock == 0) {
+    if (w.interleaved) {
         quant::vec_dot_interleaved(w.type, w.n_cols, static_cast<int64_t>(nr), n_tokens, y, y_stride,
                                    w.interleaved + rb / kRowBlock * quant::interleaved_group_bytes(w.type, w.n_cols), xq,
                                    x_stride, pack);
