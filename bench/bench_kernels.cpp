@@ -92,7 +92,7 @@ void bm_vec_dot_tile(benchmark::State& state, DType type) {
     state.SetBytesProcessed(state.iterations() * rows * static_cast<int64_t>(w.row_bytes));
 }
 
-// The same products with the matrix repacked in the interleaved Q8_0 / Q4_0 / Q5_0 layout
+// The same products with the matrix repacked in the interleaved layout (Q8_0 / Q4_0 / Q5_0 / K-quants)
 // (quant/interleaved_rows.h), one call over all rows (the repacking is not timed; the
 // pack is, as in bm_vec_dot_tile).
 void bm_vec_dot_interleaved(benchmark::State& state, DType type) {
@@ -106,11 +106,12 @@ void bm_vec_dot_interleaved(benchmark::State& state, DType type) {
     const Matrix w(type, rows, cols);
     std::vector<uint64_t> packed((inlay::quant::interleaved_bytes(type, cols, rows) + 7) / 8);
     inlay::quant::interleave_rows(type, cols, rows, w.data(), w.row_bytes, packed.data());
-    const size_t act_row = *inlay::row_bytes(DType::Q8_0, cols);
+    const DType act = inlay::quant::vec_dot_type(type);
+    const size_t act_row = *inlay::row_bytes(act, cols);
     std::vector<uint32_t> x((act_row * static_cast<size_t>(tokens) + 3) / 4);
     for (int64_t t = 0; t < tokens; ++t) {
         const auto xf = random_floats(static_cast<size_t>(cols), 2 + static_cast<uint32_t>(t));
-        inlay::quant::quantize_activations(DType::Q8_0, xf.data(),
+        inlay::quant::quantize_activations(act, xf.data(),
                                            reinterpret_cast<uint8_t*>(x.data()) + static_cast<size_t>(t) * act_row, cols);
     }
     std::vector<float> out(static_cast<size_t>(rows * tokens));
@@ -176,10 +177,26 @@ int register_all() {
         if (576 % inlay::dtype_traits(t).block_elems == 0)  // rows of 576 (SmolLM2's width) fit the blocks
             bm->Args({1536, 576, 128})->Args({1536, 576, 512});
     }
-    for (DType t : {DType::Q8_0, DType::Q4_0, DType::Q5_0}) {
-        benchmark::RegisterBenchmark(("vec_dot_interleaved/" + std::string(inlay::dtype_name(t))).c_str(),
-                                     bm_vec_dot_interleaved, t)
-            ->Args({576, 1536, 1})
+    for (DType t : {DType::Q8_0, DType::Q4_0, DType::Q5_0, DType::Q4_K, DType::Q5_K, DType::Q6_K}) {
+        auto* bm = benchmark::RegisterBenchmark(("vec_dot_interleaved/" + std::string(inlay::dtype_name(t))).c_str(),
+                                                bm_vec_dot_interleaved, t);
+        if (inlay::dtype_traits(t).block_elems == 256) {  // K-quant rows: Qwen3-0.6B's shapes, SmolLM2's ffn_down
+            bm->Args({576, 1536, 1})
+                ->Args({576, 1536, 128})
+                ->Args({576, 1536, 512})
+                ->Args({1024, 1024, 1})
+                ->Args({3072, 1024, 1})
+                ->Args({1024, 3072, 1})
+                ->Args({1024, 1024, 8})
+                ->Args({3072, 1024, 16})
+                ->Args({3072, 1024, 128})
+                ->Args({151936, 1024, 1})
+                ->Args({151936, 1024, 5})
+                ->Args({151936, 1024, 16})
+                ->Unit(benchmark::kMicrosecond);
+            continue;
+        }
+        bm->Args({576, 1536, 1})
             ->Args({576, 1536, 2})
             ->Args({576, 1536, 4})
             ->Args({576, 1536, 8})

@@ -1,5 +1,6 @@
-// The interleaved Q8_0 / Q4_0 / Q5_0 layout (interleaved_rows.h): the repacking and its
-// kernel (AVX-512 VNNI builds), and the stored rows rebuilt from the records.
+// The interleaved layout (interleaved_rows.h): the Q8_0 / Q4_0 / Q5_0 repacking and kernel
+// (AVX-512 VNNI builds), the stored rows rebuilt from the records, and the entry points
+// that hand the K-quants to interleaved_kquants.cpp.
 #include "quant/interleaved_rows.h"
 
 #include <algorithm>
@@ -28,7 +29,16 @@ namespace {
 
 using namespace detail::interleaved;
 
-bool interleavable(DType weight) { return weight == DType::Q8_0 || weight == DType::Q4_0 || weight == DType::Q5_0; }
+bool interleavable(DType weight) {
+    return weight == DType::Q8_0 || weight == DType::Q4_0 || weight == DType::Q5_0 || is_kquant(weight);
+}
+
+// The K-quants' kernels also take AVX512DQ (every CPU with VNNI has it).
+#if defined(__AVX512DQ__)
+constexpr bool kKquantsBuilt = true;
+#else
+constexpr bool kKquantsBuilt = false;
+#endif
 
 #if INLAY_INTERLEAVED_ROWS
 
@@ -162,16 +172,16 @@ void run_groups(int64_t n, int64_t n_rows, int64_t n_tokens, float* result, size
 
 bool interleaved_rows_supported(DType weight, int64_t n, int64_t n_rows) {
 #if INLAY_INTERLEAVED_ROWS
-    return interleavable(weight) && n > 0 && n % kQK8_0 == 0 && n_rows > 0 && n_rows % kRows == 0 &&
-           !detail::amx_usable();
+    return interleavable(weight) && (kKquantsBuilt || !is_kquant(weight)) && n > 0 && n % record_elems(weight) == 0 &&
+           n_rows > 0 && n_rows % kRows == 0 && !detail::amx_usable();
 #else
-    (void)interleavable, (void)weight, (void)n, (void)n_rows;
+    (void)interleavable, (void)kKquantsBuilt, (void)weight, (void)n, (void)n_rows;
     return false;
 #endif
 }
 
 size_t interleaved_group_bytes(DType weight, int64_t n) {
-    return static_cast<size_t>(n / kQK8_0) * record_bytes(weight);
+    return static_cast<size_t>(n / record_elems(weight)) * record_bytes(weight);
 }
 
 size_t interleaved_bytes(DType weight, int64_t n, int64_t n_rows) {
@@ -189,7 +199,8 @@ void interleave_rows(DType weight, int64_t n, int64_t n_rows, const void* w, siz
     for (int64_t g = 0; g < n_rows / kRows; ++g) {
         const uint8_t* rows = src + static_cast<size_t>(g * kRows) * w_stride;
         uint8_t* group = dst + static_cast<size_t>(g) * group_bytes;
-        if (weight == DType::Q8_0) interleave_group<DType::Q8_0, BlockQ8_0>(rows, w_stride, n / kQK8_0, group);
+        if (is_kquant(weight)) detail::interleave_kquant_group(weight, rows, w_stride, n / kQK_K, group);
+        else if (weight == DType::Q8_0) interleave_group<DType::Q8_0, BlockQ8_0>(rows, w_stride, n / kQK8_0, group);
         else if (weight == DType::Q4_0) interleave_group<DType::Q4_0, BlockQ4_0>(rows, w_stride, n / kQK8_0, group);
         else interleave_group<DType::Q5_0, BlockQ5_0>(rows, w_stride, n / kQK8_0, group);
     }
@@ -199,12 +210,13 @@ void interleave_rows(DType weight, int64_t n, int64_t n_rows, const void* w, siz
 }
 
 void interleaved_stored_row(DType weight, int64_t n, const void* w16, int64_t r, void* out) {
-    if (!interleavable(weight) || n <= 0 || n % kQK8_0 != 0 || r < 0 || w16 == nullptr || out == nullptr)
+    if (!interleavable(weight) || n <= 0 || n % record_elems(weight) != 0 || r < 0 || w16 == nullptr || out == nullptr)
         fail(INLAY_ERR_INVALID_ARGUMENT, "interleaved_stored_row: row {} of {} {}", r, n, dtype_name(weight));
-    const int64_t n_blocks = n / kQK8_0;
+    const int64_t n_blocks = n / record_elems(weight);
     const size_t record = record_bytes(weight);
     const auto* group = static_cast<const uint8_t*>(w16) + static_cast<size_t>(r / kRows) * interleaved_group_bytes(weight, n);
     const int lane = static_cast<int>(r % kRows);
+    if (is_kquant(weight)) return detail::kquant_stored_row(weight, n_blocks, group, lane, static_cast<uint8_t*>(out));
     const size_t block = dtype_traits(weight).block_bytes;
     auto* dst = static_cast<uint8_t*>(out);
     for (int64_t b = 0; b < n_blocks; ++b) {
@@ -237,7 +249,8 @@ void interleaved_tiles(DType weight, int64_t n, int64_t n_rows, int64_t n_tokens
 #if INLAY_INTERLEAVED_ROWS
     const auto* wb = static_cast<const uint8_t*>(w16);
     const auto* xb = static_cast<const uint8_t*>(x);
-    if (weight == DType::Q8_0) run_groups<DType::Q8_0>(n, n_rows, n_tokens, result, result_stride, wb, xb, x_stride);
+    if (is_kquant(weight)) kquant_interleaved_tiles(weight, n, n_rows, n_tokens, result, result_stride, w16, x, x_stride);
+    else if (weight == DType::Q8_0) run_groups<DType::Q8_0>(n, n_rows, n_tokens, result, result_stride, wb, xb, x_stride);
     else if (weight == DType::Q4_0) run_groups<DType::Q4_0>(n, n_rows, n_tokens, result, result_stride, wb, xb, x_stride);
     else run_groups<DType::Q5_0>(n, n_rows, n_tokens, result, result_stride, wb, xb, x_stride);
 #else

@@ -1,4 +1,4 @@
-// Q8_0 / Q4_0 / Q5_0 weight matrices repacked at load time with sixteen rows interleaved,
+// Q8_0 / Q4_0 / Q5_0 (and Q4_K / Q5_K / Q6_K, below) weight matrices repacked at load time with sixteen rows interleaved,
 // for CPUs with AVX-512 VNNI (and no AMX, whose prompt tiles read the stored rows).
 //
 // In the stored layout each row is a run of 34-, 18- or 22-byte blocks, and a kernel that
@@ -20,6 +20,19 @@
 //                    4k+j (k < 4) or 16+4(k-4)+j (k >= 4), the byte it lands in
 // Every (row, token) is fused per block as dot_block_sums fuses it (fma(float(total),
 // d_w * d_x, acc), in block order), so the results are the stored rows' bits.
+//
+// The K-quants the same way, one record per super-block of 256 and group of sixteen rows
+// (Q4_K 2304 bytes, Q5_K 2816, Q6_K 3360: again the sixteen stored blocks' bytes):
+//   Q4_K / Q5_K  d[16], dmin[16]; scales[12][16]: byte j of row r's packed scales at 16j +
+//                r (so the stored 6-bit unpacking runs on sixteen rows at once);
+//                quads[4][8][16]: bytes 32c + 4k..32c + 4k + 3 of row r's qs (low nibbles:
+//                elements 64c + 4k.., high: 64c + 32 + 4k..); Q5_K: high[8][16], bytes
+//                4k..4k + 3 of row r's qh
+//   Q6_K         d[16]; scales[16][16]; ql[2][16][16] and qh[2][8][16], bytes 4k..4k + 3 of
+//                each half's ql and qh
+// Eight dpbusd give a 32-element sub-block's dots of sixteen rows (four for Q6_K's 16),
+// times the rows' scales (vpmulld) the super-block's exact totals, fused as the stored
+// rows' kernels fuse them (interleaved_kquants.cpp): the same bits again.
 #pragma once
 
 #include <cstddef>
@@ -31,8 +44,8 @@
 namespace inlay::quant {
 
 // Whether this build and CPU multiply `weight` matrices of n columns and n_rows rows in
-// the interleaved layout (Q8_0 / Q4_0 / Q5_0, n_rows a multiple of 16, AVX-512 VNNI, no
-// AMX).
+// the interleaved layout (Q8_0 / Q4_0 / Q5_0 / Q4_K / Q5_K / Q6_K, n_rows a multiple of
+// 16, AVX-512 VNNI, no AMX).
 bool interleaved_rows_supported(DType weight, int64_t n, int64_t n_rows);
 // Bytes of one group of sixteen rows, and of a whole matrix.
 size_t interleaved_group_bytes(DType weight, int64_t n);
@@ -59,6 +72,13 @@ namespace detail {
 // The records against any number of tokens, eight at a time (no argument checks).
 void interleaved_tiles(DType weight, int64_t n, int64_t n_rows, int64_t n_tokens, float* result, size_t result_stride,
                        const void* w16, const void* x, size_t x_stride);
+// The K-quants' parts (interleaved_kquants.cpp), unchecked: one group's records from its
+// sixteen stored rows; lane `lane`'s stored row from a group's records; the records
+// against tokens in Q8_K, eight at a time.
+void interleave_kquant_group(DType weight, const uint8_t* w, size_t w_stride, int64_t n_blocks, uint8_t* out);
+void kquant_stored_row(DType weight, int64_t n_blocks, const uint8_t* group, int lane, uint8_t* out);
+void kquant_interleaved_tiles(DType weight, int64_t n, int64_t n_rows, int64_t n_tokens, float* result,
+                              size_t result_stride, const void* w16, const void* x, size_t x_stride);
 }  // namespace detail
 
 }  // namespace inlay::quant

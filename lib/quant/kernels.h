@@ -74,6 +74,9 @@ void rows16_pack(int64_t n, int64_t n_tokens, const void* x, size_t x_stride, st
 inline constexpr int64_t kRows16KquantMinTokens = kStreamedTokens + 1;  // Zen 4 in cache, Q4_K: 1.2x at 4 tokens, 1.3x at 8, 1.5x at 16, 1.7x at 128
 inline constexpr int64_t kRows16Q6KMinTokens = kStreamedTokens + 1;     // Zen 4 in cache, Q6_K: 0.93x at 4 tokens, 1.4x at 16, 1.9x at 128
 VecDotTileFn avx512_rows16_kquant_tile_kernel(DType weight);
+// The same tiles for K-quant weights in the interleaved layout (interleaved_rows.h): w
+// the first group's records, w_stride not read.
+VecDotTileFn avx512_rows16_kquant_interleaved_kernel(DType weight);
 
 // Q8_0 / Q4_0 / Q5_0 / Q1_0 prompt tiles with eight rows to a 256-bit vector (AVX2, for CPUs
 // without AVX-512; vec_dot_tile_avx2_rows8.cpp): the sixteen-row layout with maddubs on

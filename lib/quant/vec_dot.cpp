@@ -253,6 +253,12 @@ void vec_dot_interleaved(DType weight, int64_t n, int64_t n_rows, int64_t n_toke
              n, dtype_name(weight), n_tokens);
     if (pack) pack->require_made_for(weight, n, n_tokens, "vec_dot_interleaved");
     if (n_tokens == 0) return;
+    if (n_tokens > kStreamedTokens) {
+        if (detail::VecDotTileFn kquant = detail::avx512_rows16_kquant_interleaved_kernel(weight)) {
+            kquant(n, n_rows, n_tokens, result, result_stride, w16, 0, x, x_stride);
+            return;
+        }
+    }
     if (n_tokens > kStreamedTokens && rows16_path(weight, n, n_tokens)) {
         TilePack own;
         if (!pack) {

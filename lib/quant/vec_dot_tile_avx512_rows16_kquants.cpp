@@ -17,6 +17,10 @@
 //
 // The floats of a block of tokens live on the stack while the chunks of super-blocks
 // pass, so the rows are regrouped once per 64 tokens.
+//
+// Weights interleaved at load time (interleaved_rows.h) take the same tiles, regrouped
+// from their records (AffineRecords, Q6Records): the levels are already one row per lane,
+// so the regrouping is loads, masks and stores, with no transposes.
 #include "quant/kernels.h"
 
 #if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__) && defined(__AVX512DQ__) && \
@@ -25,12 +29,14 @@
 #include <algorithm>
 #include <cstring>
 #include <type_traits>
+#include <utility>
 
 #include "core/half.h"
 #include "quant/avx2_blocks.h"
 #include "quant/avx2_kquant_levels.h"
 #include "quant/row_lane_tiles.h"
 #include "quant/gcc_avx512_warnings.h"
+#include "quant/interleaved_records.h"
 
 namespace inlay::quant::detail {
 namespace {
@@ -234,7 +240,90 @@ struct Q6 : Lanes16 {
     }
 };
 
+// f.template operator()<I>() for I = 0 .. N - 1.
+template <int N, class F>
+inline void for_each_index(F&& f) {
+    [&]<int... I>(std::integer_sequence<int, I...>) { (f.template operator()<I>(), ...); }(std::make_integer_sequence<int, N>{});
+}
+
+// The row-per-lane tiles' drivers address row r at w + r * w_stride: with w_stride the
+// stored row's bytes (a record holds sixteen stored blocks' bytes), row 16g lands on
+// group g of the records, and super-block b of that group on its record b.
+template <bool Q5>
+struct AffineRecords : Affine<Q5> {
+    using Group = typename Affine<Q5>::Group;
+    static constexpr DType kType = Q5 ? DType::Q5_K : DType::Q4_K;
+    static void interleave(const uint8_t* w, size_t, int, int64_t b0, int64_t count, Group* out) {
+        for (int64_t i = 0; i < count; ++i) {
+            const uint8_t* rec = w + static_cast<size_t>(b0 + i) * interleaved::record_bytes(kType);
+            Group& ib = out[i];
+            __m512i sc[2], m[2];
+            interleaved::affine_scales(rec, sc, m);
+            for_each_index<4>([&]<int C>() {
+                __m512i lo[8], hi[8];
+                interleaved::affine_levels<Q5, C>(rec, lo, hi);
+                for (int k = 0; k < 8; ++k) {
+                    _mm512_storeu_si512(ib.quads[2 * C][k], lo[k]);
+                    _mm512_storeu_si512(ib.quads[2 * C + 1][k], hi[k]);
+                }
+            });
+            for_each_index<8>([&]<int J>() {
+                _mm512_storeu_si512(ib.scales[J], interleaved::byte_lanes<J % 4>(sc[J / 4]));
+            });
+            for_each_index<4>([&]<int P>() {
+                const __m512i pair = _mm512_or_si512(interleaved::byte_lanes<(2 * P) % 4>(m[P / 2]),
+                                                     _mm512_slli_epi32(interleaved::byte_lanes<(2 * P + 1) % 4>(m[P / 2]), 16));
+                _mm512_storeu_si512(ib.min_pairs[P], pair);
+            });
+            _mm512_storeu_ps(ib.d, interleaved::record_scales(rec));
+            _mm512_storeu_ps(ib.dmin, interleaved::record_scales(rec + interleaved::kAffineDmin));
+        }
+    }
+};
+
+struct Q6Records : Q6 {
+    static void interleave(const uint8_t* w, size_t, int, int64_t b0, int64_t count, Group* out) {
+        for (int64_t i = 0; i < count; ++i) {
+            const uint8_t* rec = w + static_cast<size_t>(b0 + i) * interleaved::record_bytes(DType::Q6_K);
+            Group& ib = out[i];
+            // ql quad K of half H: its low nibbles are elements 128H + 4K.. (32 values v =
+            // 4H + K / 8, quad K % 8), its high nibbles 128H + 64 + 4K.. (v = 4H + 2 + K / 8).
+            for_each_index<32>([&]<int I>() {
+                constexpr int H = I / 16, K = I % 16;
+                __m512i lo, hi;
+                interleaved::q6_levels<H, K>(rec, lo, hi);
+                _mm512_storeu_si512(ib.quads[4 * H + K / 8][K % 8], lo);
+                _mm512_storeu_si512(ib.quads[4 * H + 2 + K / 8][K % 8], hi);
+            });
+            for (int s = 0; s < 16; ++s) _mm512_storeu_si512(ib.scales[s], interleaved::q6_scale_lanes(rec, s));
+            for (int p = 0; p < 8; ++p) {
+                const __m512i pair = _mm512_or_si512(
+                    _mm512_and_si512(interleaved::q6_scale_lanes(rec, 2 * p), _mm512_set1_epi32(0xffff)),
+                    _mm512_slli_epi32(interleaved::q6_scale_lanes(rec, 2 * p + 1), 16));
+                _mm512_storeu_si512(ib.scale_pairs[p], pair);
+            }
+            _mm512_storeu_ps(ib.d, interleaved::record_scales(rec));
+        }
+    }
+};
+
+template <class Records, DType W>
+void record_tiles(int64_t n, int64_t n_rows, int64_t n_tokens, float* result, size_t result_stride, const void* w16,
+                  size_t, const void* x, size_t x_stride) {
+    const size_t row_bytes = static_cast<size_t>(n / kQK_K) * interleaved::record_bytes(W) / interleaved::kRows;
+    lanes::kquant_tiles<Records>(n, n_rows, n_tokens, result, result_stride, w16, row_bytes, x, x_stride);
+}
+
 }  // namespace
+
+VecDotTileFn avx512_rows16_kquant_interleaved_kernel(DType weight) {
+    switch (weight) {
+        case DType::Q4_K: return record_tiles<AffineRecords<false>, DType::Q4_K>;
+        case DType::Q5_K: return record_tiles<AffineRecords<true>, DType::Q5_K>;
+        case DType::Q6_K: return record_tiles<Q6Records, DType::Q6_K>;
+        default: return nullptr;
+    }
+}
 
 VecDotTileFn avx512_rows16_kquant_tile_kernel(DType weight) {
     switch (weight) {
@@ -251,6 +340,7 @@ VecDotTileFn avx512_rows16_kquant_tile_kernel(DType weight) {
 
 namespace inlay::quant::detail {
 VecDotTileFn avx512_rows16_kquant_tile_kernel(DType) { return nullptr; }
+VecDotTileFn avx512_rows16_kquant_interleaved_kernel(DType) { return nullptr; }
 }  // namespace inlay::quant::detail
 
 #endif

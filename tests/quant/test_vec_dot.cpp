@@ -550,17 +550,21 @@ TEST_CASE("cpu_tuning: INLAY_CPU_TUNING picks the profile's choices", "[quant][v
     }
 }
 
-// The interleaved Q8_0 / Q4_0 / Q5_0 layout (quant/interleaved_rows.h): every (row, token)
+// The interleaved layout (quant/interleaved_rows.h; Q8_0, Q4_0, Q5_0 and the K-quants): every (row, token)
 // bitwise equal to vec_dot_kernel on the stored rows, for any token count (one pass of
 // up to 8 tokens and the passes after it), an odd number of blocks, random block bytes
 // (every level and fifth bit; Q8_0's -128), and nothing written beside the results. Where the build
 // or CPU has no such layout (no AVX-512 VNNI, or AMX), it is refused with a clear error.
 TEST_CASE("vec_dot_interleaved equals the stored rows' dots", "[quant][vec_dot]") {
     std::mt19937 rng(1616);
-    for (DType type : {DType::Q8_0, DType::Q4_0, DType::Q5_0}) {
-        for (int64_t n : {int64_t{1536}, int64_t{224}, int64_t{32}}) {
-            const int64_t n_rows = 48, max_tokens = 19;
-            const size_t w_stride = *row_bytes(type, n) + 6, x_stride = *row_bytes(DType::Q8_0, n) + 4;
+    for (DType type : {DType::Q8_0, DType::Q4_0, DType::Q5_0, DType::Q4_K, DType::Q5_K, DType::Q6_K}) {
+        const bool kquant = dtype_traits(type).block_elems == 256;
+        // Odd block counts (224, 768) end on a block the paired and chunked loops leave over.
+        const std::vector<int64_t> widths = kquant ? std::vector<int64_t>{1536, 768, 256} : std::vector<int64_t>{1536, 224, 32};
+        for (int64_t n : widths) {
+            const int64_t n_rows = 48, max_tokens = 70;
+            const DType act = quant::vec_dot_type(type);
+            const size_t w_stride = *row_bytes(type, n) + 6, x_stride = *row_bytes(act, n) + 4;
             if (!quant::interleaved_rows_supported(type, n, n_rows)) {
                 Bytes w(w_stride * static_cast<size_t>(n_rows)), out(quant::interleaved_bytes(type, n, n_rows) + 1);
                 REQUIRE(status_of([&] { quant::interleave_rows(type, n, n_rows, w.data(), w_stride, out.data()); }) ==
@@ -576,15 +580,23 @@ TEST_CASE("vec_dot_interleaved equals the stored rows' dots", "[quant][vec_dot]"
                     if (pattern == 0) {
                         const auto values = random_row(rng, n);
                         quant::quantize_row(type, values.data(), row, n);
-                    } else {  // random bytes, finite scales
+                    } else {  // random bytes, finite scales (K-quants: d, dmin; Q6_K's d last)
                         fill_random(rng, row, w_stride);
-                        for (int64_t b = 0; b < n / 32; ++b)
-                            put_u16(row + static_cast<size_t>(b) * dtype_traits(type).block_bytes, random_f16(rng, true));
+                        const auto& traits = dtype_traits(type);
+                        for (int64_t b = 0; b < n / traits.block_elems; ++b) {
+                            uint8_t* block = row + static_cast<size_t>(b) * traits.block_bytes;
+                            if (type == DType::Q6_K) {
+                                put_u16(block + traits.block_bytes - 2, random_f16(rng, true));
+                            } else {
+                                put_u16(block, random_f16(rng, true));
+                                if (kquant) put_u16(block + 2, random_f16(rng, true));
+                            }
+                        }
                     }
                 }
                 for (int64_t t = 0; t < max_tokens; ++t) {
                     const auto xf = random_row(rng, n);
-                    quant::quantize_activations(DType::Q8_0, xf.data(), x.u8() + static_cast<size_t>(t) * x_stride, n);
+                    quant::quantize_activations(act, xf.data(), x.u8() + static_cast<size_t>(t) * x_stride, n);
                 }
                 Bytes packed(quant::interleaved_bytes(type, n, n_rows));
                 quant::interleave_rows(type, n, n_rows, w.data(), w_stride, packed.data());
@@ -596,7 +608,8 @@ TEST_CASE("vec_dot_interleaved equals the stored rows' dots", "[quant][vec_dot]"
                     INFO(dtype_name(type) << " n " << n << " row " << r);
                     REQUIRE(std::memcmp(back.data(), w.u8() + static_cast<size_t>(r) * w_stride, row_size) == 0);
                 }
-                for (int64_t tokens : {1, 2, 3, 7, 8, 9, 19}) {
+                // 70: the K-quant prompt tiles' second block of 64 tokens.
+                for (int64_t tokens : {1, 2, 3, 7, 8, 9, 19, 70}) {
                     // Rows 16..47 alone too: a call may start at any group.
                     for (int64_t first_group : {0, 1}) {
                         const int64_t rows = n_rows - 16 * first_group;

@@ -63,7 +63,7 @@ CpuBackend::Weight CpuBackend::upload_matrix(const TensorView& view) {
 }
 
 namespace {
-// INLAY_INTERLEAVE=0 keeps the stored Q8_0 / Q4_0 / Q5_0 rows (to compare the layouts).
+// INLAY_INTERLEAVE=0 keeps the stored rows (to compare the layouts).
 bool interleaving_enabled() {
     const char* v = std::getenv("INLAY_INTERLEAVE");
     return v == nullptr || std::string_view(v) != "0";

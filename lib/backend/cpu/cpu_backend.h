@@ -39,7 +39,7 @@ public:
         size_t row_stride = 0;
         const std::byte* data = nullptr;
         std::shared_ptr<const std::vector<float>> owned;
-        // Q8_0 / Q4_0 / Q5_0 rows repacked sixteen at a time for the products, where this CPU
+        // Q8_0 / Q4_0 / Q5_0 / K-quant rows repacked sixteen at a time for the products, where this CPU
         // takes that layout (quant/interleaved_rows.h; the stored rows' pages are handed
         // back after the repacking); `data` stays the stored rows, for embedding lookups.
         const std::byte* interleaved = nullptr;
@@ -198,7 +198,7 @@ private:
     // the weights allow it (one token; or one weight type, so one activation pack).
     void matmul_products(std::span<const Product> products, const std::byte* xq, size_t x_stride, int64_t n_tokens,
                          Scratch& scratch);
-    // Repacks a Q8_0 / Q4_0 / Q5_0 matrix into Weight::interleaved where this CPU takes that
+    // Repacks a Q8_0 / Q4_0 / Q5_0 / Q4_K / Q5_K / Q6_K matrix into Weight::interleaved where this CPU takes that
     // layout; `file_backed`: w.data is a file mapping's (TensorView::file_backed).
     void interleave_rows(Weight& w, bool file_backed);
 
