@@ -85,7 +85,6 @@ void interleave_group(const uint8_t* w, size_t w_stride, int64_t n_blocks, uint8
     }
 }
 
-constexpr int kTokens = 8;  // tokens whose totals stay in registers during one pass
 // Bytes of records asked for ahead (rounded up to whole records). Zen 5, bench_kernels
 // 151936 x 1024 from DRAM, one token, two processes at once (the host's ~50 GB/s shared):
 // none 18-20 GB/s each, 2 KiB 22.5-23, 4 KiB 23.7-25, 8 KiB 25.3-26.3, 12 KiB 23.7-25,
@@ -223,21 +222,13 @@ template <DType W>
 void run_groups(int64_t n, int64_t n_rows, int64_t n_tokens, float* result, size_t result_stride, const uint8_t* w16,
                 const uint8_t* x, size_t x_stride) {
     const int64_t n_blocks = n / kQK_K;
-    const size_t group_bytes = static_cast<size_t>(n_blocks) * record_bytes(W);
-    const uint8_t* end = w16 + static_cast<size_t>(n_rows / kRows) * group_bytes;
-    for (int64_t g = 0; g < n_rows / kRows; ++g) {
-        const uint8_t* group = w16 + static_cast<size_t>(g) * group_bytes;
-        for (int64_t t0 = 0; t0 < n_tokens; t0 += kTokens) {
-            const int tokens = static_cast<int>(std::min<int64_t>(kTokens, n_tokens - t0));
-            const BlockQ8_K* xr[kTokens];
-            float* out[kTokens];
-            for (int t = 0; t < tokens; ++t) {
-                xr[t] = reinterpret_cast<const BlockQ8_K*>(x + static_cast<size_t>(t0 + t) * x_stride);
-                out[t] = result + static_cast<size_t>(t0 + t) * result_stride + static_cast<size_t>(g * kRows);
-            }
-            group_tail<W, kTokens>(tokens, group, n_blocks, end, xr, out);
-        }
-    }
+    walk_groups(w16, n_rows, static_cast<size_t>(n_blocks) * record_bytes(W), n_tokens, result, result_stride,
+                [&](const uint8_t* group, const uint8_t* end, int64_t t0, int tokens, float* const* out) {
+                    const BlockQ8_K* xr[kPassTokens];
+                    for (int t = 0; t < tokens; ++t)
+                        xr[t] = reinterpret_cast<const BlockQ8_K*>(x + static_cast<size_t>(t0 + t) * x_stride);
+                    group_tail<W, kPassTokens>(tokens, group, n_blocks, end, xr, out);
+                });
 }
 
 #endif

@@ -20,6 +20,7 @@
 namespace inlay::quant::detail::interleaved {
 
 inline constexpr int kRows = 16;
+inline constexpr int kPassTokens = 8;  // tokens whose accumulators stay in registers during one pass
 inline constexpr size_t kScaleBytes = kRows * sizeof(uint16_t);  // d[16]
 inline constexpr size_t kHighBytes = 8 * sizeof(uint64_t);       // high[8], Q5_0
 
@@ -50,6 +51,26 @@ constexpr size_t record_bytes(DType weight) {
 }
 static_assert(record_bytes(DType::Q4_K) == 16 * 144 && record_bytes(DType::Q5_K) == 16 * 176 &&
               record_bytes(DType::Q6_K) == 16 * 210 && record_bytes(DType::Q8_0) == 16 * 34);
+// The decode kernels' walk over a call's records: each group of sixteen rows (one run of
+// records, group_bytes long) against the tokens kPassTokens at a time, as
+// fn(group, end of the call's records, first token, tokens, out), out[t] the sixteen
+// results of token first + t.
+template <class Fn>
+inline void walk_groups(const uint8_t* w16, int64_t n_rows, size_t group_bytes, int64_t n_tokens, float* result,
+                        size_t result_stride, Fn&& fn) {
+    const uint8_t* end = w16 + static_cast<size_t>(n_rows / kRows) * group_bytes;
+    for (int64_t g = 0; g < n_rows / kRows; ++g) {
+        const uint8_t* group = w16 + static_cast<size_t>(g) * group_bytes;
+        for (int64_t t0 = 0; t0 < n_tokens; t0 += kPassTokens) {
+            const int tokens = static_cast<int>(n_tokens - t0 < kPassTokens ? n_tokens - t0 : kPassTokens);
+            float* out[kPassTokens];
+            for (int t = 0; t < tokens; ++t)
+                out[t] = result + static_cast<size_t>(t0 + t) * result_stride + static_cast<size_t>(g * kRows);
+            fn(group, end, t0, tokens, out);
+        }
+    }
+}
+
 // value = level - offset: Q8_0's levels are its values + 128.
 constexpr int level_offset(DType weight) { return weight == DType::Q8_0 ? 128 : weight == DType::Q5_0 ? 16 : 8; }
 // The element of a Q5_0 block whose fifth bit is bit j of lane r's nibble group k.

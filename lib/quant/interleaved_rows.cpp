@@ -76,7 +76,6 @@ void interleave_group(const uint8_t* w, size_t w_stride, int64_t n_blocks, uint8
     }
 }
 
-constexpr int kTokens = 8;  // tokens whose accumulators stay in registers during one pass
 
 // -kOffset * sum(x) of every block of `n_tokens` activation rows, the dpbusd start that
 // turns sums of level * x into sums of (level - kOffset) * x.
@@ -147,23 +146,16 @@ void run_groups(int64_t n, int64_t n_rows, int64_t n_tokens, float* result, size
     const int64_t n_blocks = n / kQK8_0;
     thread_local std::vector<int32_t> start_store;
     offset_starts(level_offset(W), n_blocks, n_tokens, x, x_stride, start_store);
-    const size_t group_bytes = static_cast<size_t>(n_blocks) * record_bytes(W);
-    const uint8_t* end = w16 + static_cast<size_t>(n_rows / kRows) * group_bytes;
-    for (int64_t g = 0; g < n_rows / kRows; ++g) {
-        const uint8_t* group = w16 + static_cast<size_t>(g) * group_bytes;
-        for (int64_t t0 = 0; t0 < n_tokens; t0 += kTokens) {
-            const int tokens = static_cast<int>(std::min<int64_t>(kTokens, n_tokens - t0));
-            const BlockQ8_0* xr[kTokens];
-            const int32_t* st[kTokens];
-            float* out[kTokens];
-            for (int t = 0; t < tokens; ++t) {
-                xr[t] = reinterpret_cast<const BlockQ8_0*>(x + static_cast<size_t>(t0 + t) * x_stride);
-                st[t] = start_store.data() + static_cast<size_t>((t0 + t) * n_blocks);
-                out[t] = result + static_cast<size_t>(t0 + t) * result_stride + static_cast<size_t>(g * kRows);
-            }
-            group_tail<W, kTokens>(tokens, group, n_blocks, end, xr, st, out);
-        }
-    }
+    walk_groups(w16, n_rows, static_cast<size_t>(n_blocks) * record_bytes(W), n_tokens, result, result_stride,
+                [&](const uint8_t* group, const uint8_t* end, int64_t t0, int tokens, float* const* out) {
+                    const BlockQ8_0* xr[kPassTokens];
+                    const int32_t* st[kPassTokens];
+                    for (int t = 0; t < tokens; ++t) {
+                        xr[t] = reinterpret_cast<const BlockQ8_0*>(x + static_cast<size_t>(t0 + t) * x_stride);
+                        st[t] = start_store.data() + static_cast<size_t>((t0 + t) * n_blocks);
+                    }
+                    group_tail<W, kPassTokens>(tokens, group, n_blocks, end, xr, st, out);
+                });
 }
 
 #endif
