@@ -51,6 +51,7 @@ constexpr size_t record_bytes(DType weight) {
 }
 static_assert(record_bytes(DType::Q4_K) == 16 * 144 && record_bytes(DType::Q5_K) == 16 * 176 &&
               record_bytes(DType::Q6_K) == 16 * 210 && record_bytes(DType::Q8_0) == 16 * 34);
+
 // The decode kernels' walk over a call's records: each group of sixteen rows (one run of
 // records, group_bytes long) against the tokens kPassTokens at a time, as
 // fn(group, end of the call's records, first token, tokens, out), out[t] the sixteen
@@ -178,7 +179,8 @@ inline void q6_levels(const uint8_t* rec, __m512i& lo, __m512i& hi) {
     constexpr int s = 2 * (K / 8);
     const __m512i ql = _mm512_loadu_si512(rec + kQ6Low + 64 * (16 * H + K));
     const __m512i qh = _mm512_loadu_si512(rec + kQ6High + 64 * (8 * H + K % 8));
-    lo = _mm512_ternarylogic_epi32(ql, bits_to_4<s, 2>(qh), _mm512_set1_epi8(15), 0xEC);  // (a & c) | b
+    const __m512i top_lo = bits_to_4<s, 2>(qh);  // a named value: clang's ternarylogic is a macro
+    lo = _mm512_ternarylogic_epi32(ql, top_lo, _mm512_set1_epi8(15), 0xEC);  // (a & c) | b
     hi = _mm512_or_si512(high_nibbles(ql), bits_to_4<4 + s, 2>(qh));
 }
 
