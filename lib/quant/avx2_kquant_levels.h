@@ -75,6 +75,15 @@ inline __m256i k_min_pairs(__m128i scales_mins) {
     return _mm256_set_m128i(_mm_unpackhi_epi16(m16, m16), _mm_unpacklo_epi16(m16, m16));
 }
 
+// A token's sums over the eight 32-element sub-blocks of a super-block as int16 pairs:
+// word p = (sum 2p, sum 2p + 1), for dpwssd against the mins of sub-blocks 2p and 2p + 1.
+inline void sub_block_sum_pairs(const int16_t* bsums, int32_t (&words)[4]) {
+    const __m256i sums = _mm256_madd_epi16(load32(bsums), _mm256_set1_epi16(1));
+    alignas(32) int32_t pairs[8];
+    _mm256_store_si256(reinterpret_cast<__m256i*>(pairs), _mm256_packs_epi32(sums, sums));
+    words[0] = pairs[0], words[1] = pairs[1], words[2] = pairs[4], words[3] = pairs[5];
+}
+
 // m_j * (bsums[2j] + bsums[2j+1]) in int32 lane j, from the unpacked scales.
 inline __m256i k_min_products(__m128i scales_mins, __m256i bsums) {
     return _mm256_madd_epi16(bsums, k_min_pairs(scales_mins));

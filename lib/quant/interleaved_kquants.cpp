@@ -13,8 +13,8 @@
 //                activations' sum (the levels are stored +32)
 #include "quant/interleaved_rows.h"
 
-#include <algorithm>
 #include <cstring>
+#include <type_traits>
 
 #include "quant/blocks.h"
 
@@ -23,8 +23,9 @@
 #define INLAY_INTERLEAVED_KQUANTS 1
 #include <immintrin.h>
 
+#include "quant/avx2_blocks.h"
+#include "quant/avx2_kquant_levels.h"
 #include "quant/gcc_avx512_warnings.h"
-#include "quant/simd_avx2.h"
 #else
 #define INLAY_INTERLEAVED_KQUANTS 0
 #endif
@@ -35,12 +36,9 @@ namespace {
 
 using namespace interleaved;
 
-template <class Block>
-const Block& stored_block(const uint8_t* w, size_t w_stride, int r, int64_t b) {
-    return reinterpret_cast<const Block*>(w + static_cast<size_t>(r) * w_stride)[b];
-}
-
 #if INLAY_INTERLEAVED_KQUANTS
+
+using avx2::row_as;
 
 // `bytes` (32 per row, at `offset` of each row's block b) of rows 0..15 as 32-bit lanes:
 // quads k = 0..7 to out + 64k (rows 0..7 in the low half, 8..15 in the high half).
@@ -49,7 +47,7 @@ void transpose_quads(const uint8_t* w, size_t w_stride, int64_t b, size_t offset
     for (int h = 0; h < 2; ++h) {
         __m256i rows[8], quads[8];
         for (int j = 0; j < 8; ++j)
-            rows[j] = simd::load32(reinterpret_cast<const uint8_t*>(&stored_block<Block>(w, w_stride, 8 * h + j, b)) + offset);
+            rows[j] = simd::load32(reinterpret_cast<const uint8_t*>(row_as<Block>(w, w_stride, 8 * h + j) + b) + offset);
         simd::transpose8x32(rows, quads);
         for (int k = 0; k < 8; ++k) _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + 64 * k + 32 * h), quads[k]);
     }
@@ -62,7 +60,7 @@ void interleave_group(const uint8_t* w, size_t w_stride, int64_t n_blocks, uint8
         uint8_t* rec = out + static_cast<size_t>(b) * kRecord;
         if constexpr (W == DType::Q6_K) {
             for (int r = 0; r < kRows; ++r) {
-                const BlockQ6_K& blk = stored_block<BlockQ6_K>(w, w_stride, r, b);
+                const BlockQ6_K& blk = row_as<BlockQ6_K>(w, w_stride, r)[b];
                 std::memcpy(rec + 2 * r, &blk.d, 2);
                 for (int s = 0; s < 16; ++s) rec[kQ6Scales + 16 * s + r] = static_cast<uint8_t>(blk.scales[s]);
             }
@@ -73,7 +71,7 @@ void interleave_group(const uint8_t* w, size_t w_stride, int64_t n_blocks, uint8
         } else {
             using Block = std::conditional_t<W == DType::Q5_K, BlockQ5_K, BlockQ4_K>;
             for (int r = 0; r < kRows; ++r) {
-                const Block& blk = stored_block<Block>(w, w_stride, r, b);
+                const Block& blk = row_as<Block>(w, w_stride, r)[b];
                 std::memcpy(rec + 2 * r, &blk.d, 2);
                 std::memcpy(rec + kAffineDmin + 2 * r, &blk.dmin, 2);
                 for (int j = 0; j < kKScaleBytes; ++j) rec[kAffineScales + 16 * j + r] = blk.scales[j];
@@ -91,21 +89,9 @@ void interleave_group(const uint8_t* w, size_t w_stride, int64_t n_blocks, uint8
 // 20 KiB 23-25.6, 64 KiB 21-24; the stored rows' kernels 23.5-25.
 constexpr size_t kAheadBytes = 8 << 10;
 
-inline __m512i quad(const int8_t* p) { return _mm512_set1_epi32(static_cast<int32_t>(simd::load_u32(p))); }
-
 template <size_t Record>
 inline void prefetch_ahead(const uint8_t* rec, const uint8_t* end) {
-    constexpr size_t kAhead = (kAheadBytes + Record - 1) / Record * Record;
-    if (const uint8_t* ahead = rec + kAhead; ahead < end)
-        for (size_t line = 0; line < Record; line += 64) _mm_prefetch(reinterpret_cast<const char*>(ahead) + line, _MM_HINT_T0);
-}
-
-// A token's sums over the 32-element sub-blocks as int16 pairs: word p = (sum 2p, sum 2p + 1).
-inline void sub_block_sum_pairs(const int16_t* bsums, int32_t (&words)[4]) {
-    const __m256i sums = _mm256_madd_epi16(simd::load32(bsums), _mm256_set1_epi16(1));
-    alignas(32) int32_t pairs[8];
-    _mm256_store_si256(reinterpret_cast<__m256i*>(pairs), _mm256_packs_epi32(sums, sums));
-    words[0] = pairs[0], words[1] = pairs[1], words[2] = pairs[4], words[3] = pairs[5];
+    prefetch_record<Record, (kAheadBytes + Record - 1) / Record * Record>(rec, end);
 }
 
 // One group of sixteen Q4_K / Q5_K rows against T tokens (x[t]: a token's super-blocks).
@@ -130,8 +116,8 @@ void affine_group(const uint8_t* group, int64_t n_blocks, const uint8_t* end, co
                 const int8_t* q = x[t][b].qs + 64 * C;
                 __m512i dot_lo = _mm512_setzero_si512(), dot_hi = _mm512_setzero_si512();
                 for (int k = 0; k < 8; ++k) {
-                    dot_lo = _mm512_dpbusd_epi32(dot_lo, lo[k], quad(q + 4 * k));
-                    dot_hi = _mm512_dpbusd_epi32(dot_hi, hi[k], quad(q + 32 + 4 * k));
+                    dot_lo = _mm512_dpbusd_epi32(dot_lo, lo[k], broadcast_quad(q + 4 * k));
+                    dot_hi = _mm512_dpbusd_epi32(dot_hi, hi[k], broadcast_quad(q + 32 + 4 * k));
                 }
                 sumi[t] = _mm512_add_epi32(sumi[t], _mm512_add_epi32(_mm512_mullo_epi32(dot_lo, scale_lo),
                                                                      _mm512_mullo_epi32(dot_hi, scale_hi)));
@@ -141,16 +127,12 @@ void affine_group(const uint8_t* group, int64_t n_blocks, const uint8_t* end, co
         chunk.template operator()<1>();
         chunk.template operator()<2>();
         chunk.template operator()<3>();
-        // Mins 2p and 2p + 1 of each row as an int16 pair, for dpwssd against the token's sums.
-        const __m512i min_pairs[4] = {
-            _mm512_or_si512(byte_lanes<0>(m[0]), _mm512_slli_epi32(byte_lanes<1>(m[0]), 16)),
-            _mm512_or_si512(byte_lanes<2>(m[0]), _mm512_slli_epi32(byte_lanes<3>(m[0]), 16)),
-            _mm512_or_si512(byte_lanes<0>(m[1]), _mm512_slli_epi32(byte_lanes<1>(m[1]), 16)),
-            _mm512_or_si512(byte_lanes<2>(m[1]), _mm512_slli_epi32(byte_lanes<3>(m[1]), 16))};
+        __m512i min_pairs[4];
+        affine_min_pairs(m, min_pairs);
         const __m512 dw = record_scales(rec), dmin = record_scales(rec + kAffineDmin);
         for (int t = 0; t < T; ++t) {
             int32_t words[4];
-            sub_block_sum_pairs(x[t][b].bsums, words);
+            avx2::sub_block_sum_pairs(x[t][b].bsums, words);
             __m512i summ = _mm512_setzero_si512();
             for (int p = 0; p < 4; ++p) summ = _mm512_dpwssd_epi32(summ, min_pairs[p], _mm512_set1_epi32(words[p]));
             const __m512 dx = _mm512_set1_ps(x[t][b].d);
@@ -186,8 +168,8 @@ void q6_group(const uint8_t* group, int64_t n_blocks, const uint8_t* end, const 
                 __m512i dot_lo = _mm512_set1_epi32(-32 * xb.bsums[8 * H + Q]);
                 __m512i dot_hi = _mm512_set1_epi32(-32 * xb.bsums[8 * H + 4 + Q]);
                 for (int k = 0; k < 4; ++k) {
-                    dot_lo = _mm512_dpbusd_epi32(dot_lo, lo[k], quad(q + 4 * k));
-                    dot_hi = _mm512_dpbusd_epi32(dot_hi, hi[k], quad(q + 64 + 4 * k));
+                    dot_lo = _mm512_dpbusd_epi32(dot_lo, lo[k], broadcast_quad(q + 4 * k));
+                    dot_hi = _mm512_dpbusd_epi32(dot_hi, hi[k], broadcast_quad(q + 64 + 4 * k));
                 }
                 sumi[t] = _mm512_add_epi32(sumi[t], _mm512_add_epi32(_mm512_mullo_epi32(dot_lo, scale_lo),
                                                                      _mm512_mullo_epi32(dot_hi, scale_hi)));
@@ -245,40 +227,40 @@ void interleave_kquant_group(DType weight, const uint8_t* w, size_t w_stride, in
 #endif
 }
 
-void kquant_stored_row(DType weight, int64_t n_blocks, const uint8_t* group, int lane, uint8_t* out) {
-    const size_t record = record_bytes(weight);
-    // Byte i of the lane's 4-byte quads of a part of `count` quads at `part`.
-    auto quads = [&](const uint8_t* part, int count, uint8_t* dst) {
-        for (int k = 0; k < count; ++k) std::memcpy(dst + 4 * k, part + (k * kRows + lane) * 4, 4);
-    };
+namespace {
+
+// Lane `lane`'s 4-byte quads of a record part of `count` quads, in stored order.
+void lane_quads(const uint8_t* part, int count, int lane, uint8_t* dst) {
+    for (int k = 0; k < count; ++k) std::memcpy(dst + 4 * k, part + (k * kRows + lane) * 4, 4);
+}
+
+template <class Block>
+void stored_row(int64_t n_blocks, const uint8_t* group, int lane, uint8_t* out) {
+    constexpr size_t kRecord = kRows * sizeof(Block);
     for (int64_t b = 0; b < n_blocks; ++b) {
-        const uint8_t* rec = group + static_cast<size_t>(b) * record;
-        if (weight == DType::Q6_K) {
-            BlockQ6_K blk;
-            std::memcpy(&blk.d, rec + 2 * lane, 2);
+        const uint8_t* rec = group + static_cast<size_t>(b) * kRecord;
+        Block blk;
+        std::memcpy(&blk.d, rec + 2 * lane, 2);
+        if constexpr (std::is_same_v<Block, BlockQ6_K>) {
             for (int s = 0; s < 16; ++s) blk.scales[s] = static_cast<int8_t>(rec[kQ6Scales + 16 * s + lane]);
-            quads(rec + kQ6Low, 32, blk.ql);
-            quads(rec + kQ6High, 16, blk.qh);
-            std::memcpy(out + static_cast<size_t>(b) * sizeof blk, &blk, sizeof blk);
+            lane_quads(rec + kQ6Low, 32, lane, blk.ql);
+            lane_quads(rec + kQ6High, 16, lane, blk.qh);
         } else {
-            // Q4_K's fields are Q5_K's without qh.
-            BlockQ5_K blk;
-            std::memcpy(&blk.d, rec + 2 * lane, 2);
             std::memcpy(&blk.dmin, rec + kAffineDmin + 2 * lane, 2);
             for (int j = 0; j < kKScaleBytes; ++j) blk.scales[j] = rec[kAffineScales + 16 * j + lane];
-            quads(rec + kAffineQuads, 32, blk.qs);
-            if (weight == DType::Q5_K) {
-                quads(rec + kAffineHigh, 8, blk.qh);
-                std::memcpy(out + static_cast<size_t>(b) * sizeof blk, &blk, sizeof blk);
-            } else {
-                BlockQ4_K q4;
-                q4.d = blk.d, q4.dmin = blk.dmin;
-                std::memcpy(q4.scales, blk.scales, sizeof q4.scales);
-                std::memcpy(q4.qs, blk.qs, sizeof q4.qs);
-                std::memcpy(out + static_cast<size_t>(b) * sizeof q4, &q4, sizeof q4);
-            }
+            lane_quads(rec + kAffineQuads, 32, lane, blk.qs);
+            if constexpr (std::is_same_v<Block, BlockQ5_K>) lane_quads(rec + kAffineHigh, 8, lane, blk.qh);
         }
+        std::memcpy(out + static_cast<size_t>(b) * sizeof blk, &blk, sizeof blk);
     }
+}
+
+}  // namespace
+
+void kquant_stored_row(DType weight, int64_t n_blocks, const uint8_t* group, int lane, uint8_t* out) {
+    if (weight == DType::Q4_K) stored_row<BlockQ4_K>(n_blocks, group, lane, out);
+    else if (weight == DType::Q5_K) stored_row<BlockQ5_K>(n_blocks, group, lane, out);
+    else stored_row<BlockQ6_K>(n_blocks, group, lane, out);
 }
 
 void kquant_interleaved_tiles(DType weight, int64_t n, int64_t n_rows, int64_t n_tokens, float* result,

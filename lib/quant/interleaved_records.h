@@ -153,6 +153,30 @@ inline void affine_scales(const uint8_t* rec, __m512i (&sc)[2], __m512i (&m)[2])
                                      0xEC);
 }
 
+// Q4_K / Q5_K: the mins of sub-blocks 2p and 2p + 1 of each row as an int16 pair in its
+// lane (low, high), from affine_scales' m, for dpwssd against a token's sub-block sums.
+inline void affine_min_pairs(const __m512i (&m)[2], __m512i (&pairs)[4]) {
+    pairs[0] = _mm512_or_si512(byte_lanes<0>(m[0]), _mm512_slli_epi32(byte_lanes<1>(m[0]), 16));
+    pairs[1] = _mm512_or_si512(byte_lanes<2>(m[0]), _mm512_slli_epi32(byte_lanes<3>(m[0]), 16));
+    pairs[2] = _mm512_or_si512(byte_lanes<0>(m[1]), _mm512_slli_epi32(byte_lanes<1>(m[1]), 16));
+    pairs[3] = _mm512_or_si512(byte_lanes<2>(m[1]), _mm512_slli_epi32(byte_lanes<3>(m[1]), 16));
+}
+
+// A token's four activation bytes broadcast to every lane (dpbusd's other operand).
+inline __m512i broadcast_quad(const int8_t* p) {
+    int32_t v;
+    std::memcpy(&v, p, sizeof v);
+    return _mm512_set1_epi32(v);
+}
+
+// Asks for the record Ahead bytes past `rec` (every line of it), unless that lies at or
+// past `end`, the end of the call's records (another thread reads those).
+template <size_t Record, size_t Ahead>
+inline void prefetch_record(const uint8_t* rec, const uint8_t* end) {
+    if (const uint8_t* ahead = rec + Ahead; ahead < end)
+        for (size_t line = 0; line < Record; line += 64) _mm_prefetch(reinterpret_cast<const char*>(ahead) + line, _MM_HINT_T0);
+}
+
 // Q4_K / Q5_K chunk C (64 elements): lo[k] the levels of elements 64C + 4k.. (sub-block
 // 2C), hi[k] of 64C + 32 + 4k.. (sub-block 2C + 1), one row per lane (0..15, Q5_K 0..31).
 template <bool Q5, int C>

@@ -90,8 +90,6 @@ void offset_starts(int offset, int64_t n_blocks, int64_t n_tokens, const uint8_t
     }
 }
 
-inline __m512i quad(const int8_t* p) { return _mm512_set1_epi32(static_cast<int32_t>(simd::load_u32(p))); }
-
 // One group of sixteen rows against T tokens: x[t] the tokens' activation rows, starts[t]
 // their offset_starts, result[t] where their sixteen results go; end: the end of the
 // call's records.
@@ -109,9 +107,7 @@ void group_tokens(const uint8_t* group, int64_t n_blocks, const uint8_t* end, co
     for (int t = 0; t < T; ++t) acc[t] = _mm512_setzero_ps();
     for (int64_t b = 0; b < n_blocks; ++b) {
         const uint8_t* rec = group + static_cast<size_t>(b) * kRecord;
-        if (const uint8_t* ahead = rec + kAhead * kRecord; ahead < end) {
-            for (size_t line = 0; line < kRecord; line += 64) _mm_prefetch(reinterpret_cast<const char*>(ahead) + line, _MM_HINT_T0);
-        }
+        prefetch_record<kRecord, kAhead * kRecord>(rec, end);
         __m512i levels[8];
         record_levels<W>(rec, levels);
         const __m512 dw = record_scales(rec);
@@ -121,8 +117,8 @@ void group_tokens(const uint8_t* group, int64_t n_blocks, const uint8_t* end, co
             // block is not one chain of eight latencies.
             __m512i lo = _mm512_set1_epi32(starts[t][b]), hi = _mm512_setzero_si512();
             for (int k = 0; k < 4; ++k) {
-                lo = _mm512_dpbusd_epi32(lo, levels[k], quad(xq + 4 * k));
-                hi = _mm512_dpbusd_epi32(hi, levels[k + 4], quad(xq + 16 + 4 * k));
+                lo = _mm512_dpbusd_epi32(lo, levels[k], broadcast_quad(xq + 4 * k));
+                hi = _mm512_dpbusd_epi32(hi, levels[k + 4], broadcast_quad(xq + 16 + 4 * k));
             }
             const __m512 scale = _mm512_mul_ps(dw, _mm512_set1_ps(f16_to_f32(x[t][b].d)));
             acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(lo, hi)), scale, acc[t]);

@@ -130,11 +130,8 @@ struct Affine : Lanes16 {
             const __m512 dw = _mm512_loadu_ps(ib.d), dmin = _mm512_loadu_ps(ib.dmin);
             for (int t = 0; t < T; ++t) {
                 const BlockQ8_K& xb = x[t][i];
-                // The token's sub-block sums as int16 pairs: pair p = (sum 2p, sum 2p + 1).
-                const __m256i sums = _mm256_madd_epi16(load32(xb.bsums), _mm256_set1_epi16(1));
-                alignas(32) int32_t pairs[8];
-                _mm256_store_si256(reinterpret_cast<__m256i*>(pairs), _mm256_packs_epi32(sums, sums));
-                const int32_t pair_words[4] = {pairs[0], pairs[1], pairs[4], pairs[5]};
+                int32_t pair_words[4];
+                sub_block_sum_pairs(xb.bsums, pair_words);
                 __m512i summ = _mm512_setzero_si512();
                 for (int p = 0; p < 4; ++p)
                     summ = _mm512_dpwssd_epi32(summ, _mm512_loadu_si512(ib.min_pairs[p]), _mm512_set1_epi32(pair_words[p]));
@@ -270,11 +267,9 @@ struct AffineRecords : Affine<Q5> {
             for_each_index<8>([&]<int J>() {
                 _mm512_storeu_si512(ib.scales[J], interleaved::byte_lanes<J % 4>(sc[J / 4]));
             });
-            for_each_index<4>([&]<int P>() {
-                const __m512i pair = _mm512_or_si512(interleaved::byte_lanes<(2 * P) % 4>(m[P / 2]),
-                                                     _mm512_slli_epi32(interleaved::byte_lanes<(2 * P + 1) % 4>(m[P / 2]), 16));
-                _mm512_storeu_si512(ib.min_pairs[P], pair);
-            });
+            __m512i min_pairs[4];
+            interleaved::affine_min_pairs(m, min_pairs);
+            for (int p = 0; p < 4; ++p) _mm512_storeu_si512(ib.min_pairs[p], min_pairs[p]);
             _mm512_storeu_ps(ib.d, interleaved::record_scales(rec));
             _mm512_storeu_ps(ib.dmin, interleaved::record_scales(rec + interleaved::kAffineDmin));
         }
