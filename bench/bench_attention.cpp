@@ -4,6 +4,8 @@
 //
 // Shapes: head_dim 64 with 9 query / 3 KV heads (SmolLM2-135M) and head_dim 128 with
 // 16 / 8 (Qwen3-0.6B); 1 and 2 threads. Reported as query rows (token x head) per second.
+// With layers > 1 each iteration reads the next layer's cache, as a decode step does:
+// 28 layers of depth 512 (Qwen3-0.6B's 63 MiB) no longer fit the last-level cache.
 //   ./bench_attention --benchmark_filter=decode
 #include <benchmark/benchmark.h>
 
@@ -39,8 +41,9 @@ CpuBackend::Buffer random_buffer(CpuBackend& b, size_t n, uint32_t seed) {
 void bm_attention(benchmark::State& state, Shape s) {
     const int64_t n_query = state.range(0), depth = state.range(1);
     const int threads = static_cast<int>(state.range(2));
+    const int64_t n_layers = state.range(3);
     CpuBackend b(threads);
-    const inlay::KvGeometry g{1, s.n_kv_heads, s.head_dim, 16, inlay::DType::F16};
+    const inlay::KvGeometry g{n_layers, s.n_kv_heads, s.head_dim, 16, inlay::DType::F16};
     const int64_t n_blocks = (depth + g.block_size - 1) / g.block_size;
     auto kv = b.alloc_kv(g, n_blocks);
     std::vector<int32_t> table(static_cast<size_t>(n_blocks));
@@ -55,7 +58,7 @@ void bm_attention(benchmark::State& state, Shape s) {
     b.prepare_batch(all.desc(), limits, fill);
     CpuBackend::Buffer k = random_buffer(b, static_cast<size_t>(depth * s.n_kv_heads * s.head_dim), 1);
     CpuBackend::Buffer v = random_buffer(b, static_cast<size_t>(depth * s.n_kv_heads * s.head_dim), 2);
-    b.kv_store(kv, 0, k, v, fill);
+    for (int64_t layer = 0; layer < n_layers; ++layer) b.kv_store(kv, layer, k, v, fill);
 
     inlay::BatchBuilder bb;
     const int32_t seq = bb.add_sequence(table, depth);
@@ -66,19 +69,22 @@ void bm_attention(benchmark::State& state, Shape s) {
     auto out = b.alloc(n_query * s.n_heads * s.head_dim);
     auto scratch = b.alloc_scratch(inlay::ScratchShape{n_query, 1, 0, s.n_heads, s.head_dim});
     const float scale = 1.0f / 8.0f;
+    int64_t layer = 0;
     for (auto _ : state) {
-        b.attention(q, kv, 0, batch, s.n_heads, scale, out, scratch);
+        b.attention(q, kv, layer, batch, s.n_heads, scale, out, scratch);
+        layer = layer + 1 == n_layers ? 0 : layer + 1;
         benchmark::DoNotOptimize(out.data.data());
     }
     state.SetItemsProcessed(state.iterations() * n_query * s.n_heads);
 }
 
 void args(benchmark::internal::Benchmark* bm) {
-    bm->ArgNames({"q", "depth", "threads"})->UseRealTime()->Unit(benchmark::kMicrosecond);
+    bm->ArgNames({"q", "depth", "threads", "layers"})->UseRealTime()->Unit(benchmark::kMicrosecond);
     for (const int t : {1, 2}) {
-        bm->Args({512, 512, t});   // a 512-token prompt in one chunk
-        bm->Args({1, 512, t});     // decoding at depth
-        bm->Args({1, 4096, t});
+        bm->Args({512, 512, t, 1});  // a 512-token prompt in one chunk
+        bm->Args({1, 512, t, 1});    // decoding at depth, from the caches
+        bm->Args({1, 512, t, 28});   // the same from memory
+        bm->Args({1, 4096, t, 1});
     }
 }
 

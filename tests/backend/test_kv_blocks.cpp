@@ -151,3 +151,62 @@ TEMPLATE_TEST_CASE("whole-block operations check block ids and sizes", "[kv_bloc
     REQUIRE(status_of([&] { b.kv_write_block(kv, 0, small); }) == INLAY_ERR_INTERNAL);
     REQUIRE(status_of([&] { b.kv_read_block(kv, 1, buf); }) == INLAY_OK);
 }
+
+// Growing keeps every block's bytes and adds zero blocks; shrinking drops the blocks past
+// the new count, which read as zeros when added again. Counts past 16 and 32 cross the CPU
+// storage's segments (sixteen blocks to an allocation, a head's slabs contiguous).
+TEMPLATE_TEST_CASE("resizing the KV storage keeps the blocks below the count and zeroes the rest", "[kv_blocks]",
+                   INLAY_TEST_BACKENDS) {
+    auto bp = BackendFactory<TestType>::make(1);
+    auto& b = *bp;
+    auto kv = b.alloc_kv(KvGeometry{kLayers, kHeads, kDim, kBlock, DType::F16}, 3);
+    const size_t n_bytes = kv_canonical_block_bytes(kv.geometry());
+    auto image = [&](int64_t block) {
+        std::vector<std::byte> bytes(n_bytes);
+        for (size_t i = 0; i < n_bytes; ++i) bytes[i] = static_cast<std::byte>((i * 29 + static_cast<size_t>(block) * 7 + 1) & 0xff);
+        return bytes;
+    };
+    const std::vector<std::byte> zero(n_bytes);
+    auto require_blocks = [&](const std::vector<int64_t>& written, int64_t n) {
+        REQUIRE(kv.n_blocks() == n);
+        for (int64_t block = 0; block < n; ++block) {
+            INFO("block " << block << " of " << n);
+            const bool has = std::find(written.begin(), written.end(), block) != written.end();
+            REQUIRE(read(b, kv, block) == (has ? image(block) : zero));
+        }
+    };
+    for (int64_t block = 0; block < 3; ++block) b.kv_write_block(kv, block, image(block));
+    b.resize_kv(kv, 40);
+    require_blocks({0, 1, 2}, 40);
+    for (const int64_t block : {15, 16, 17, 31, 32, 39}) b.kv_write_block(kv, block, image(block));
+    require_blocks({0, 1, 2, 15, 16, 17, 31, 32, 39}, 40);
+    b.kv_copy_block(kv, 16, 30);  // across segments
+    REQUIRE(read(b, kv, 30) == image(16));
+    b.kv_write_block(kv, 30, zero);
+
+    b.resize_kv(kv, 17);  // the third segment dropped, the second cut after its first block
+    require_blocks({0, 1, 2, 15, 16}, 17);
+    b.resize_kv(kv, 40);
+    require_blocks({0, 1, 2, 15, 16}, 40);
+    b.resize_kv(kv, 0);
+    b.resize_kv(kv, 18);
+    require_blocks({}, 18);
+    REQUIRE(status_of([&] { b.resize_kv(kv, -1); }) == INLAY_ERR_INVALID_ARGUMENT);
+}
+
+// A sequence whose blocks lie in different segments, in any order, attends as one whose
+// blocks are the first few.
+TEMPLATE_TEST_CASE("attention reads a sequence's blocks wherever the storage keeps them", "[kv_blocks]",
+                   INLAY_TEST_BACKENDS) {
+    auto bp = BackendFactory<TestType>::make();
+    auto& b = *bp;
+    for (const DType dtype : {DType::F16, DType::F32}) {
+        INFO(dtype_name(dtype));
+        const std::vector<int32_t> spread{33, 4, 17, 16, 47};
+        auto f = fill(b, dtype, 48, spread, 19);
+        auto g = fill(b, dtype, 5, {0, 1, 2, 3, 4}, 19);  // the same values (same seeds)
+        for (size_t bi = 0; bi < spread.size(); ++bi)
+            REQUIRE(read(b, f.kv, spread[bi]) == read(b, g.kv, static_cast<int64_t>(bi)));
+        REQUIRE(attend(b, f.kv, spread, 19) == attend(b, g.kv, {0, 1, 2, 3, 4}, 19));
+    }
+}

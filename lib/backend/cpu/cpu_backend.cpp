@@ -186,34 +186,33 @@ void CpuBackend::prepare_batch(const BatchDesc& desc, const BatchLimits& limits,
 
 CpuBackend::KvStorage::KvStorage(const KvGeometry& geometry) : geometry_(geometry) {
     block_bytes_ = kv_canonical_block_bytes(geometry);  // validates the geometry
-    elem_bytes_ = geometry.dtype == DType::F16 ? 2 : 4;
-    slab_bytes_ = static_cast<size_t>(geometry.block_size * geometry.head_dim) * elem_bytes_;
+    const size_t elem = geometry.dtype == DType::F16 ? 2 : 4;
+    slab_bytes_ = static_cast<size_t>(geometry.block_size * geometry.head_dim) * elem;
+    n_slabs_ = geometry.n_layers * 2 * geometry.n_kv_heads;
 }
 
 void CpuBackend::KvStorage::resize(int64_t n_blocks) {
     if (n_blocks < 0) fail(INLAY_ERR_INVALID_ARGUMENT, "negative KV block count");
-    const auto n = static_cast<size_t>(n_blocks);
-    if (n < blocks_.size()) {
-        blocks_.resize(n);
-        return;
+    const auto n_segments = static_cast<size_t>((n_blocks + kSegmentBlocks - 1) / kSegmentBlocks);
+    if (n_blocks < n_blocks_) {
+        segments_.resize(n_segments);
+        // Blocks dropped from the last segment are zeroed: a block added again reads 0.
+        const int64_t kept = n_blocks % kSegmentBlocks, dropped = std::min(n_blocks_ - n_blocks, kSegmentBlocks - kept);
+        if (kept != 0)
+            for (int64_t i = 0; i < n_slabs_; ++i) std::memset(slab(n_blocks, i), 0, static_cast<size_t>(dropped) * slab_bytes_);
     }
-    blocks_.reserve(n);
-    while (blocks_.size() < n) {
-        // Zero-filled so that a slot read before it is written is 0, not garbage.
-        std::unique_ptr<std::byte[], FreeBlock> block(static_cast<std::byte*>(std::calloc(1, block_bytes_)));
-        if (!block)
-            fail(INLAY_ERR_OUT_OF_MEMORY, "out of memory for KV block {} of {} ({} bytes each)", blocks_.size(), n,
-                 block_bytes_);
-        blocks_.push_back(std::move(block));
+    segments_.reserve(n_segments);
+    while (segments_.size() < n_segments) {
+        const size_t bytes = static_cast<size_t>(kSegmentBlocks) * block_bytes_;
+        try {
+            segments_.push_back(Segment{ZeroedArray<std::byte>(bytes)});
+        } catch (const Error&) {
+            fail(INLAY_ERR_OUT_OF_MEMORY, "out of memory for KV blocks {}-{} of {} ({} bytes each)",
+                 static_cast<int64_t>(segments_.size()) * kSegmentBlocks,
+                 static_cast<int64_t>(segments_.size() + 1) * kSegmentBlocks - 1, n_blocks, block_bytes_);
+        }
     }
-}
-
-void CpuBackend::KvStorage::FreeBlock::operator()(std::byte* p) const noexcept { std::free(p); }
-
-std::byte* CpuBackend::KvStorage::slab(int64_t block, int64_t layer, int kv, int64_t head) const {
-    const size_t index = (static_cast<size_t>(layer) * 2 + static_cast<size_t>(kv)) *
-                             static_cast<size_t>(geometry_.n_kv_heads) + static_cast<size_t>(head);
-    return blocks_[static_cast<size_t>(block)].get() + index * slab_bytes_;
+    n_blocks_ = n_blocks;
 }
 
 CpuBackend::KvStorage CpuBackend::alloc_kv(const KvGeometry& geometry, int64_t n_blocks) {

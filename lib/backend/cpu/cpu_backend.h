@@ -48,32 +48,51 @@ public:
         [[nodiscard]] const std::byte* row(int64_t r) const { return data + static_cast<size_t>(r) * row_stride; }
     };
 
-    // Paged K/V: each block is one allocation holding every layer's K and V for
-    // block_size token slots, laid out [layer][k|v][kv_head][slot][head_dim] (the
-    // canonical layout), so blocks can be added one at a time and a head's keys are
-    // contiguous within a block. Blocks come from calloc: large ones are fresh zero
-    // pages that take no resident memory until first written, so a preallocated pool
-    // costs only what is used.
+    // Paged K/V. A block holds every layer's K and V for block_size token slots; its
+    // bytes in the canonical layout are [layer][k|v][kv_head][slot][head_dim], and each
+    // (layer, k|v, kv_head) part of it is a slab. Blocks are stored sixteen to a segment,
+    // one allocation laid out [layer][k|v][kv_head][block of the segment][slot][head_dim],
+    // so that a head's keys run contiguously across the consecutive blocks a sequence
+    // usually holds, and the hardware prefetchers stream them. (With one allocation per
+    // block every slab was a separate 4 KiB read: Qwen3-0.6B's decode attention at depth
+    // 512 from memory took 1.3x as long, 1.15x inside a decode step.) Growing adds
+    // segments, nothing moves. Segments are fresh
+    // zero pages (ZeroedArray) that take no resident memory until first written, so a
+    // preallocated pool costs only what is used, and a slot read before it is written is 0.
     class KvStorage {
     public:
+        static constexpr int64_t kSegmentBlocks = 16;
+
         KvStorage() = default;
         explicit KvStorage(const KvGeometry& geometry);
         [[nodiscard]] const KvGeometry& geometry() const { return geometry_; }
-        [[nodiscard]] int64_t n_blocks() const { return static_cast<int64_t>(blocks_.size()); }
+        [[nodiscard]] int64_t n_blocks() const { return n_blocks_; }
         void resize(int64_t n_blocks);
         [[nodiscard]] size_t block_bytes() const { return block_bytes_; }
-        // First element of (block, layer, k or v, head): block_size * head_dim elements.
-        [[nodiscard]] std::byte* slab(int64_t block, int64_t layer, int kv, int64_t head) const;
+        [[nodiscard]] size_t slab_bytes() const { return slab_bytes_; }
+        // Slabs per block: n_layers * 2 * n_kv_heads, in the canonical order.
+        [[nodiscard]] int64_t n_slabs() const { return n_slabs_; }
+        // First element of slab i of a block (block_size * head_dim elements).
+        [[nodiscard]] std::byte* slab(int64_t block, int64_t i) const {
+            std::byte* segment = segments_[static_cast<size_t>(block / kSegmentBlocks)].get();
+            return segment + static_cast<size_t>(i * kSegmentBlocks + block % kSegmentBlocks) * slab_bytes_;
+        }
+        [[nodiscard]] std::byte* slab(int64_t block, int64_t layer, int kv, int64_t head) const {
+            return slab(block, (layer * 2 + kv) * geometry_.n_kv_heads + head);
+        }
 
     private:
         KvGeometry geometry_{};
-        size_t elem_bytes_ = 0;
-        size_t slab_bytes_ = 0;   // one head of K (or V) of one layer in one block
+        size_t slab_bytes_ = 0;
         size_t block_bytes_ = 0;
-        struct FreeBlock {
-            void operator()(std::byte* p) const noexcept;
+        int64_t n_slabs_ = 0;
+        int64_t n_blocks_ = 0;
+        // Non-const bytes from a const storage, as slab() hands out.
+        struct Segment {
+            ZeroedArray<std::byte> bytes;
+            [[nodiscard]] std::byte* get() const { return const_cast<std::byte*>(bytes.data()); }
         };
-        std::vector<std::unique_ptr<std::byte[], FreeBlock>> blocks_;
+        std::vector<Segment> segments_;
     };
 
     // The step's batch: a validated copy of the description, plus each token's write
