@@ -217,56 +217,86 @@ inline __m256 reduce_pairs4(const __m512 (&a)[4]) {
     const __m512 e = _mm512_add_ps(_mm512_shuffle_ps(d, d, 0x88), _mm512_shuffle_ps(d, d, 0xDD));
     return _mm512_castps512_ps256(_mm512_permutexvar_ps(_mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 0, 0, 0, 0, 0, 0, 0, 0), e));
 }
-template <class T>
-inline void dots8(const float* q, const T* k, int64_t stride, int64_t n_k, int64_t n, float* out) {
+// R query rows at once (a GQA group's rows in decoding) share each K load and conversion;
+// each row's multiply-adds and reduction are dots8's.
+template <int R, class T>
+inline void dots8_rows(const float* const (&q)[R], const T* k, int64_t stride, int64_t n_k, int64_t n,
+                       float* const (&out)[R]) {
     int64_t s = 0;
-    for (; s + 8 <= n_k; s += 8) {  // four chains of multiply-adds in flight
+    for (; s + 8 <= n_k; s += 8) {  // four chains of multiply-adds in flight per row
         const T* k0 = k + s * stride;
-        __m512 a[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
+        __m512 a[R][4];
+        for (int r = 0; r < R; ++r)
+            for (int j = 0; j < 4; ++j) a[r][j] = _mm512_setzero_ps();
         for (int64_t i = 0; i < n; i += 8) {
-            const __m512 qv = _mm512_broadcast_f32x8(_mm256_loadu_ps(q + i));
-            for (int j = 0; j < 4; ++j)
-                a[j] = _mm512_fmadd_ps(qv, pair_rows(k0 + 2 * j * stride + i, k0 + (2 * j + 1) * stride + i), a[j]);
+            __m512 qv[R];
+            for (int r = 0; r < R; ++r) qv[r] = _mm512_broadcast_f32x8(_mm256_loadu_ps(q[r] + i));
+            for (int j = 0; j < 4; ++j) {
+                const __m512 kv = pair_rows(k0 + 2 * j * stride + i, k0 + (2 * j + 1) * stride + i);
+                for (int r = 0; r < R; ++r) a[r][j] = _mm512_fmadd_ps(qv[r], kv, a[r][j]);
+            }
         }
-        _mm256_storeu_ps(out + s, reduce_pairs4(a));
+        for (int r = 0; r < R; ++r) _mm256_storeu_ps(out[r] + s, reduce_pairs4(a[r]));
     }
     for (; s + 4 <= n_k; s += 4) {
         const T* k0 = k + s * stride;
-        __m512 a = _mm512_setzero_ps(), b = _mm512_setzero_ps();
+        __m512 a[R], b[R];
+        for (int r = 0; r < R; ++r) a[r] = b[r] = _mm512_setzero_ps();
         for (int64_t i = 0; i < n; i += 8) {
-            const __m512 qv = _mm512_broadcast_f32x8(_mm256_loadu_ps(q + i));
-            a = _mm512_fmadd_ps(qv, pair_rows(k0 + i, k0 + stride + i), a);
-            b = _mm512_fmadd_ps(qv, pair_rows(k0 + 2 * stride + i, k0 + 3 * stride + i), b);
+            const __m512 ka = pair_rows(k0 + i, k0 + stride + i), kb = pair_rows(k0 + 2 * stride + i, k0 + 3 * stride + i);
+            for (int r = 0; r < R; ++r) {
+                const __m512 qv = _mm512_broadcast_f32x8(_mm256_loadu_ps(q[r] + i));
+                a[r] = _mm512_fmadd_ps(qv, ka, a[r]);
+                b[r] = _mm512_fmadd_ps(qv, kb, b[r]);
+            }
         }
-        reduce_pair(a, out + s);
-        reduce_pair(b, out + s + 2);
+        for (int r = 0; r < R; ++r) {
+            reduce_pair(a[r], out[r] + s);
+            reduce_pair(b[r], out[r] + s + 2);
+        }
     }
-    for (; s < n_k; ++s) out[s] = dot8(q, k + s * stride, n);
+    for (; s < n_k; ++s)
+        for (int r = 0; r < R; ++r) out[r][s] = dot8(q[r], k + s * stride, n);
 }
 #elif INLAY_ATTN_AVX2
 // Four rows of k at a time, one accumulator each (four chains in flight where one row's
 // dot is a single chain of dependent multiply-adds), reduced side by side by hsum4, whose
 // pairings are dot8's: every value equals dot8's.
-template <class T>
-inline void dots8(const float* q, const T* k, int64_t stride, int64_t n_k, int64_t n, float* out) {
+template <int R, class T>
+inline void dots8_rows(const float* const (&q)[R], const T* k, int64_t stride, int64_t n_k, int64_t n,
+                       float* const (&out)[R]) {
     int64_t s = 0;
     for (; s + 4 <= n_k; s += 4) {
         const T* k0 = k + s * stride;
-        __m256 a[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
+        __m256 a[R][4];
+        for (int r = 0; r < R; ++r)
+            for (int j = 0; j < 4; ++j) a[r][j] = _mm256_setzero_ps();
         for (int64_t i = 0; i < n; i += 8) {
-            const __m256 qv = _mm256_loadu_ps(q + i);
-            for (int j = 0; j < 4; ++j) a[j] = _mm256_fmadd_ps(qv, vload_kv(k0 + j * stride + i), a[j]);
+            __m256 qv[R];
+            for (int r = 0; r < R; ++r) qv[r] = _mm256_loadu_ps(q[r] + i);
+            for (int j = 0; j < 4; ++j) {
+                const __m256 kv = vload_kv(k0 + j * stride + i);
+                for (int r = 0; r < R; ++r) a[r][j] = _mm256_fmadd_ps(qv[r], kv, a[r][j]);
+            }
         }
-        _mm_storeu_ps(out + s, quant::simd::hsum4(a[0], a[1], a[2], a[3]));
+        for (int r = 0; r < R; ++r) _mm_storeu_ps(out[r] + s, quant::simd::hsum4(a[r][0], a[r][1], a[r][2], a[r][3]));
     }
-    for (; s < n_k; ++s) out[s] = dot8(q, k + s * stride, n);
+    for (; s < n_k; ++s)
+        for (int r = 0; r < R; ++r) out[r][s] = dot8(q[r], k + s * stride, n);
 }
 #else
-template <class T>
-inline void dots8(const float* q, const T* k, int64_t stride, int64_t n_k, int64_t n, float* out) {
-    for (int64_t s = 0; s < n_k; ++s) out[s] = dot8(q, k + s * stride, n);
+template <int R, class T>
+inline void dots8_rows(const float* const (&q)[R], const T* k, int64_t stride, int64_t n_k, int64_t n,
+                       float* const (&out)[R]) {
+    for (int64_t s = 0; s < n_k; ++s)
+        for (int r = 0; r < R; ++r) out[r][s] = dot8(q[r], k + s * stride, n);
 }
 #endif
+
+template <class T>
+inline void dots8(const float* q, const T* k, int64_t stride, int64_t n_k, int64_t n, float* out) {
+    dots8_rows<1>({q}, k, stride, n_k, n, {out});
+}
 
 // e^x for n values (n a multiple of kWidth), each lane alone.
 inline void exp_n(const float* x, float* y, int64_t n) {

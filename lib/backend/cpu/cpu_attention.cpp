@@ -207,27 +207,43 @@ void scores_f16(ChunkWeights& w, int64_t r, const float* qs, const T* ks, int64_
     for (int64_t s = 0; s < n; ++s) *w.e(s, r) = dots[s];
 }
 
-// The softmax of a row-major row: its running max and sum, one position after another,
-// and its positions' exponentials in one vector (vexp: the same value in any lane).
-void softmax_row_f16(Row& row, ChunkWeights& w, int64_t r, float scale) {
-    const int64_t n = w.n[r];
+// Two rows of a decoding item (a GQA group's heads) that see the same positions: one
+// pass over K for both rows' dots (dots8_rows), each row's values those of scores_f16.
+template <class T>
+void scores_f16_pair(ChunkWeights& w, const float* q0, const float* q1, const T* ks, int64_t n, int64_t hdp) {
+    w.n[0] = w.n[1] = n;
+    dots8_rows<2>({q0, q1}, ks, hdp, n, hdp, {w.e(0, 0), w.e(0, 1)});
+}
+
+// The softmax of R row-major rows that see the same n positions: each row's running max
+// and sum, one position after another (the rows' chains side by side, each row's
+// operations in its own order), and its positions' exponentials in one vector (vexp:
+// the same value in any lane).
+template <int R>
+void softmax_rows_f16(Row* rows, ChunkWeights& w, int64_t r0, float scale) {
+    const int64_t n = w.n[r0];
     if (n == 0) return;
-    float* e = w.e(0, r);
-    float* grew = w.grew(0, r);
-    float m = row.max;
+    float* e[R];
+    float* grew[R];
+    float m[R], sum[R];
+    for (int k = 0; k < R; ++k) e[k] = w.e(0, r0 + k), grew[k] = w.grew(0, r0 + k), m[k] = rows[r0 + k].max;
     for (int64_t s = 0; s < n; ++s) {
-        const float score = e[s] * scale;
-        const bool g = score > m;
-        grew[s] = g ? 1.0f : 0.0f;
-        e[s] = g ? m - score : score - m;  // the one exponent this position needs
-        m = g ? score : m;
+        for (int k = 0; k < R; ++k) {
+            const float score = e[k][s] * scale;
+            const bool g = score > m[k];
+            grew[k][s] = g ? 1.0f : 0.0f;
+            e[k][s] = g ? m[k] - score : score - m[k];  // the one exponent this position needs
+            m[k] = g ? score : m[k];
+        }
     }
-    std::fill(e + n, e + kChunk, -std::numeric_limits<float>::infinity());
-    exp_n(e, e, kChunk);
-    float sum = row.sum;
-    for (int64_t s = 0; s < n; ++s) sum = grew[s] != 0.0f ? std::fma(sum, e[s], 1.0f) : sum + e[s];
-    row.max = m;
-    row.sum = sum;
+    for (int k = 0; k < R; ++k) {
+        std::fill(e[k] + n, e[k] + kChunk, -std::numeric_limits<float>::infinity());
+        exp_n(e[k], e[k], kChunk);
+        sum[k] = rows[r0 + k].sum;
+    }
+    for (int64_t s = 0; s < n; ++s)
+        for (int k = 0; k < R; ++k) sum[k] = grew[k][s] != 0.0f ? std::fma(sum[k], e[k][s], 1.0f) : sum[k] + e[k][s];
+    for (int k = 0; k < R; ++k) rows[r0 + k].max = m[k], rows[r0 + k].sum = sum[k];
 }
 
 // The rows' softmax weights and denominators for a chunk, from their scores
@@ -237,7 +253,8 @@ void softmax_row_f16(Row& row, ChunkWeights& w, int64_t r, float scale) {
 // unchanged, and their scores, never written, are not read).
 void softmax_f16(Row* rows, ChunkWeights& w, int64_t n_rows, float scale) {
     if (!w.by_position) {
-        for (int64_t r = 0; r < n_rows; ++r) softmax_row_f16(rows[r], w, r, scale);
+        if (n_rows == 2 && w.n[0] == w.n[1]) return softmax_rows_f16<2>(rows, w, 0, scale);
+        for (int64_t r = 0; r < n_rows; ++r) softmax_rows_f16<1>(rows, w, r, scale);
         return;
     }
     constexpr float kInf = std::numeric_limits<float>::infinity();
@@ -469,12 +486,17 @@ void CpuBackend::attention(const Buffer& q, const KvStorage& kv, int64_t layer, 
                     const int64_t n = std::min({kChunk, p0 + g.block_size - c0, reach - c0});
                     const auto src = static_cast<size_t>((c0 - p0) * hd) * elem;
                     auto process = [&](const auto* kp, const auto* vp) {
-                        for (int64_t r = 0; r < n_rows; ++r) {
-                            const int64_t nr = std::max<int64_t>(0, std::min(n, rows[r].n_visible - c0));
-                            weights.n[r] = 0;
-                            if (nr == 0) continue;
-                            if (f16) scores_f16(weights, r, qs + r * hdp, kp, nr, hdp);
-                            else row_chunk_f32(rows[r], acc + r * hdp, qs + r * hdp, kp, vp, nr, hdp, scale);
+                        auto visible = [&](int64_t r) { return std::max<int64_t>(0, std::min(n, rows[r].n_visible - c0)); };
+                        if (streamed && n_rows == 2 && visible(0) == visible(1)) {
+                            scores_f16_pair(weights, qs, qs + hdp, kp, visible(0), hdp);
+                        } else {
+                            for (int64_t r = 0; r < n_rows; ++r) {
+                                const int64_t nr = visible(r);
+                                weights.n[r] = 0;
+                                if (nr == 0) continue;
+                                if (f16) scores_f16(weights, r, qs + r * hdp, kp, nr, hdp);
+                                else row_chunk_f32(rows[r], acc + r * hdp, qs + r * hdp, kp, vp, nr, hdp, scale);
+                            }
                         }
                         if (f16) {
                             softmax_f16(rows, weights, n_rows, scale);
