@@ -56,9 +56,9 @@ public:
     // usually holds, and the hardware prefetchers stream them. (With one allocation per
     // block every slab was a separate 4 KiB read: Qwen3-0.6B's decode attention at depth
     // 512 from memory took 1.3x as long, 1.15x inside a decode step.) Growing adds
-    // segments, nothing moves. Segments are fresh
-    // zero pages (ZeroedArray) that take no resident memory until first written, so a
-    // preallocated pool costs only what is used, and a slot read before it is written is 0.
+    // segments, nothing moves. Segments are fresh zero pages (ZeroedArray) that take no
+    // resident memory until first written, so a preallocated pool costs only what is used,
+    // and a slot read before it is written is 0.
     class KvStorage {
     public:
         static constexpr int64_t kSegmentBlocks = 16;
