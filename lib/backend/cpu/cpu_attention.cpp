@@ -429,7 +429,7 @@ void CpuBackend::attention(const Buffer& q, const KvStorage& kv, int64_t layer, 
     const int64_t slot_floats = attention_slot_floats(scratch.attn_head_dim);
 
     const size_t elem = f16 ? 2 : 4;
-    const size_t slab_bytes = static_cast<size_t>(g.block_size * hd) * elem;
+    const size_t slab_bytes = kv.slab_bytes();
 
     pool_.run(n_chunks, [&](size_t chunk) {
         float* slot = scratch.attn.data() + chunk * static_cast<size_t>(slot_floats);
