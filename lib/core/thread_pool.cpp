@@ -1,5 +1,6 @@
 #include "core/thread_pool.h"
 
+#include <algorithm>
 #include <utility>
 
 #include <linux/futex.h>
@@ -29,14 +30,18 @@ void futex_wake_all(std::atomic<uint32_t>& word) {
 // forward pass without burning a core when the pool is idle.
 constexpr int kSpinRounds = 4000;
 constexpr uint64_t kChunkMask = 0xffffffffu;
+// Lines each idle step asks for per stream: a handful, so a thread sees its next work
+// within a few hundred nanoseconds, and a core's miss buffers are not flooded at once.
+constexpr size_t kIdleStepBytes = 4 * 64;
 
 }  // namespace
 
 ThreadPool::ThreadPool(int n_threads) {
     if (n_threads <= 0) n_threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
     n_threads_ = n_threads;
+    idle_ = std::make_unique<IdleSlot[]>(static_cast<size_t>(n_threads_));
     workers_.reserve(static_cast<size_t>(n_threads_ - 1));
-    for (int i = 1; i < n_threads_; ++i) workers_.emplace_back([this] { worker_loop(); });
+    for (int i = 1; i < n_threads_; ++i) workers_.emplace_back([this, i] { worker_loop(i); });
 }
 
 ThreadPool::~ThreadPool() {
@@ -98,16 +103,61 @@ void ThreadPool::run_impl(size_t n_chunks, ChunkFn fn, void* ctx) {
 
     work_on(gen);
     // All chunks are claimed; wait for the ones still running elsewhere.
-    while (in_flight_.load(std::memory_order_acquire) != 0) INLAY_CPU_RELAX();
+    while (in_flight_.load(std::memory_order_acquire) != 0) {
+        idle_step(0);
+        INLAY_CPU_RELAX();
+    }
     if (error_) std::rethrow_exception(std::exchange(error_, nullptr));
 }
 
-void ThreadPool::worker_loop() {
+void ThreadPool::set_idle_reads(std::span<const IdleStream> streams) {
+    for (int t = 0; t < n_threads_; ++t) {
+        IdleSlot& slot = idle_[static_cast<size_t>(t)];
+        for (int i = 0; i < kIdleStreams; ++i) {
+            const size_t at = static_cast<size_t>(t * kIdleStreams + i);
+            const IdleStream s = at < streams.size() ? streams[at] : IdleStream{};
+            slot.begin[i].store(static_cast<const char*>(s.begin), std::memory_order_relaxed);
+            slot.bytes[i].store(s.begin ? s.bytes : 0, std::memory_order_relaxed);
+        }
+        slot.version.fetch_add(1, std::memory_order_release);
+    }
+}
+
+void ThreadPool::idle_step(int thread) noexcept {
+    IdleSlot& slot = idle_[static_cast<size_t>(thread)];
+    const uint32_t version = slot.version.load(std::memory_order_acquire);
+    size_t done = slot.done.load(std::memory_order_relaxed);
+    if (version != slot.seen_version) {  // new streams: start from their beginnings
+        slot.seen_version = version;
+        done = 0;
+        slot.done.store(0, std::memory_order_relaxed);
+    }
+    size_t step = 0;
+    for (int i = 0; i < kIdleStreams; ++i) {
+        const size_t bytes = slot.bytes[i].load(std::memory_order_relaxed);
+        if (done >= bytes) continue;
+        const char* p = slot.begin[i].load(std::memory_order_relaxed) + done;
+        const size_t n = std::min(kIdleStepBytes, bytes - done);
+        // Into L2 (locality 2): a waiting thread's reads are for its next region, not for
+        // what it is doing now, and the streams can be larger than L1.
+        for (size_t o = 0; o < n; o += 64) __builtin_prefetch(p + o, 0, 2);
+        step = std::max(step, n);
+    }
+    if (step != 0) slot.done.store(done + step, std::memory_order_relaxed);
+}
+
+size_t ThreadPool::idle_bytes_read(int thread) const {
+    if (thread < 0 || thread >= n_threads_) return 0;
+    return idle_[static_cast<size_t>(thread)].done.load(std::memory_order_relaxed);
+}
+
+void ThreadPool::worker_loop(int thread) {
     uint32_t seen = 0;  // the pool's initial generation
     for (;;) {
         uint32_t now = generation_.load(std::memory_order_acquire);
         for (int spins = 0; now == seen; now = generation_.load(std::memory_order_acquire)) {
             if (++spins < kSpinRounds) {
+                idle_step(thread);
                 INLAY_CPU_RELAX();
                 continue;
             }

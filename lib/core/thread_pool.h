@@ -17,7 +17,9 @@
 #include <cstddef>
 #include <cstdint>
 #include <exception>
+#include <memory>
 #include <mutex>
+#include <span>
 #include <thread>
 #include <type_traits>
 #include <vector>
@@ -69,12 +71,32 @@ public:
         });
     }
 
+    // Reads for waiting threads. Decoding is bound by memory bandwidth, yet every region
+    // ends with threads waiting for the slowest one, and the workers wait while the caller
+    // works alone between regions. A thread given streams here prefetches them in those
+    // waits, a few cache lines per step, until it has work again or has read `bytes` of
+    // each: the memory keeps delivering, and the next region starts on warm rows. A hint:
+    // a stream may be stale or wrong at no cost but the read (prefetches never fault).
+    struct IdleStream {
+        const void* begin = nullptr;
+        size_t bytes = 0;
+    };
+    static constexpr int kIdleStreams = 2;  // per thread
+    // streams[t * kIdleStreams + i] is stream i of pool thread t (0: the calling thread);
+    // threads past the span's end get none. Restarts every thread's walk.
+    void set_idle_reads(std::span<const IdleStream> streams);
+    // How far thread t has read into its streams (the longest), for tests. It never
+    // passes a stream's end.
+    [[nodiscard]] size_t idle_bytes_read(int thread) const;
+
 private:
     static constexpr size_t kChunksPerThread = 4;
     using ChunkFn = void (*)(void* ctx, size_t chunk);
 
     void run_impl(size_t n_chunks, ChunkFn fn, void* ctx);
-    void worker_loop();
+    void worker_loop(int thread);
+    // One step of thread `thread`'s idle reads (a no-op once they are done).
+    void idle_step(int thread) noexcept;
     // Claims and runs chunks of the region of generation `gen` until none are left.
     void work_on(uint32_t gen) noexcept;
 
@@ -95,6 +117,16 @@ private:
     std::atomic<uint32_t> in_flight_{0};   // threads between "about to claim" and "done"
     std::atomic<uint32_t> sleepers_{0};
     std::atomic<bool> stop_{false};
+    struct alignas(64) IdleSlot {
+        std::atomic<const char*> begin[kIdleStreams] = {};
+        std::atomic<size_t> bytes[kIdleStreams] = {};
+        std::atomic<uint32_t> version{0};
+        // The owner's walk: worker t owns slot t; slot 0 belongs to whichever caller
+        // holds region_mutex_ (it reads only while waiting inside a region).
+        uint32_t seen_version = 0;
+        std::atomic<size_t> done{0};  // atomic only for idle_bytes_read
+    };
+    std::unique_ptr<IdleSlot[]> idle_;  // one per thread
     std::mutex error_mutex_;
     std::exception_ptr error_;
 };

@@ -211,3 +211,58 @@ TEST_CASE("interleaved weights give the stored rows' bits (CPU)", "[cpu_ops]") {
         }
     }
 }
+
+TEST_CASE("decode products learn where the next product's threads start", "[cpu_ops]") {
+    // A decode step runs the same products in the same order, so each product's weight
+    // keeps where each pool thread began the product after it, for the pool's waits to
+    // read (ThreadPool::set_idle_reads). Thread t begins on chunk t: rows
+    // [blocks * t / chunks * 16, ...) of two chunks per thread.
+    CpuBackend b(2);
+    const int64_t n_in = 256, n_out = 208;  // 13 row blocks: two threads' 4 chunks begin at rows 0, 48, 96, 144
+    auto at = make_tensor(DType::Q8_0, n_in, n_out, 51), bt = make_tensor(DType::F16, n_in, n_out, 52),
+         gt = make_tensor(DType::Q4_K, n_in, n_out, 53), ut = make_tensor(DType::Q4_K, n_in, n_out, 54);
+    auto wa = b.upload_matrix(at.view), wb = b.upload_matrix(bt.view), wg = b.upload_matrix(gt.view),
+         wu = b.upload_matrix(ut.view);
+    // Bytes of `rows` rows, and where row r begins, in the layout the products read.
+    auto bytes_of = [&](const CpuBackend::Weight& w, int64_t rows) {
+        return w.interleaved ? static_cast<size_t>(rows / 16) * quant::interleaved_group_bytes(w.type, w.n_cols)
+                             : static_cast<size_t>(rows) * w.row_stride;
+    };
+    auto at_row = [&](const CpuBackend::Weight& w, int64_t r) {
+        return static_cast<const void*>((w.interleaved ? w.interleaved : w.data) + bytes_of(w, r));
+    };
+    auto scratch = b.alloc_scratch(ScratchShape{20, n_in, n_out, 1, 1});
+    auto x = upload(b, random_floats(static_cast<size_t>(n_in * 20), 55));
+    auto y = b.alloc(20 * n_out);
+    // One decode step: a, then gate and up (one region), then b; then a prompt of 20 tokens
+    // (not a decode product: it learns nothing and changes nothing), and a again.
+    b.matmul(wa, x, 1, y, scratch);
+    b.matmul_swiglu(wg, wu, x, 1, y, scratch);
+    b.matmul(wb, x, 1, y, scratch);
+    b.matmul(wa, x, 20, y, scratch);
+    b.matmul(wb, x, 20, y, scratch);
+    b.matmul(wa, x, 1, y, scratch);
+
+    const auto after_a = wa.next_reads->load();  // gate and up, 64 KiB each at most
+    CHECK(after_a[0].begin == at_row(wg, 0));
+    CHECK(after_a[0].bytes == bytes_of(wg, 48));
+    CHECK(after_a[1].begin == at_row(wu, 0));
+    CHECK(after_a[2].begin == at_row(wg, 48));
+    CHECK(after_a[3].begin == at_row(wu, 48));
+    CHECK(after_a[3].bytes == bytes_of(wu, 48));
+    CHECK(after_a[4].begin == nullptr);  // no third thread
+    const auto after_gate = wg.next_reads->load();  // b: one stream per thread
+    CHECK(after_gate[0].begin == at_row(wb, 0));
+    CHECK(after_gate[0].bytes == bytes_of(wb, 48));
+    CHECK(after_gate[1].begin == nullptr);
+    CHECK(after_gate[2].begin == at_row(wb, 48));
+    const auto after_b = wb.next_reads->load();  // a again
+    CHECK(after_b[0].begin == at_row(wa, 0));
+    CHECK(after_b[2].begin == at_row(wa, 48));
+    CHECK(after_b[2].bytes == bytes_of(wa, 48));
+    CHECK(wu.next_reads->load()[0].begin == nullptr);  // up never keys a region
+
+    // A norm weight is never a product.
+    auto nt = make_tensor(DType::F32, n_in, 1, 56);
+    CHECK(b.upload_vector(nt.view).next_reads == nullptr);
+}

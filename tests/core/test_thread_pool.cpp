@@ -115,3 +115,70 @@ TEST_CASE("a late worker never runs a chunk of the next region", "[thread_pool]"
     INFO(regions << " regions");
     REQUIRE(bad == 0);
 }
+
+TEST_CASE("waiting threads read their idle streams to the end and no further", "[thread_pool]") {
+    ThreadPool pool(2);
+    std::vector<char> a(40000), b(50000), c(20000), d(10000);
+    const ThreadPool::IdleStream streams[] = {{a.data(), a.size()}, {}, {b.data(), b.size()}, {c.data(), c.size()}};
+    pool.set_idle_reads(streams);
+    // The caller's chunk returns once the worker has taken the other, which takes 30 ms:
+    // the caller waits inside the region, the worker after it.
+    const auto caller = std::this_thread::get_id();
+    std::atomic<bool> worker_started{false};
+    std::atomic<int> caller_chunks{0};
+    pool.run(2, [&](size_t) {
+        if (std::this_thread::get_id() == caller) {
+            caller_chunks.fetch_add(1);
+            const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+            while (!worker_started.load() && std::chrono::steady_clock::now() < give_up) std::this_thread::yield();
+        } else {
+            worker_started.store(true);
+            std::this_thread::sleep_for(std::chrono::milliseconds(30));
+        }
+    });
+    REQUIRE(worker_started.load());
+    REQUIRE(caller_chunks.load() == 1);
+    CHECK(pool.idle_bytes_read(0) == a.size());
+    auto settles_at = [&](int thread, size_t bytes) {
+        const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+        while (pool.idle_bytes_read(thread) != bytes && std::chrono::steady_clock::now() < give_up)
+            std::this_thread::sleep_for(std::chrono::microseconds(100));
+        return pool.idle_bytes_read(thread);
+    };
+    CHECK(settles_at(1, b.size()) == b.size());  // the longer of its two streams
+
+    // New streams restart the walk (the worker, asleep by now, reads after its next region).
+    const ThreadPool::IdleStream shorter[] = {{}, {}, {d.data(), d.size()}, {}};
+    pool.set_idle_reads(shorter);
+    pool.run(2, [](size_t) {});
+    CHECK(settles_at(1, d.size()) == d.size());
+    pool.set_idle_reads({});
+    pool.run(2, [](size_t) {});
+    CHECK(settles_at(1, 0) == 0);
+}
+
+TEST_CASE("idle streams may change while regions run", "[thread_pool]") {
+    // A hint only: streams replaced under the threads (even with ones that point nowhere)
+    // never change what a region runs.
+    ThreadPool pool(3);
+    std::vector<char> mem(1 << 20);
+    std::atomic<bool> stop{false};
+    std::thread changer([&] {
+        for (uint32_t i = 0; !stop.load(); ++i) {
+            const ThreadPool::IdleStream s[] = {{mem.data() + i % 4096, mem.size() - 4096}, {},
+                                                {reinterpret_cast<const void*>(uintptr_t{64}), 1 << 16}, {},
+                                                {mem.data(), i % 3 ? mem.size() : 0}, {mem.data(), 4096}};
+            pool.set_idle_reads(s);
+        }
+    });
+    std::vector<std::atomic<int>> hits(16);
+    long bad = 0;
+    for (int r = 0; r < 2000; ++r) {
+        for (auto& h : hits) h.store(0);
+        pool.run(hits.size(), [&](size_t c) { hits[c].fetch_add(1); });
+        for (auto& h : hits) bad += h.load() != 1;
+    }
+    stop.store(true);
+    changer.join();
+    REQUIRE(bad == 0);
+}

@@ -59,6 +59,7 @@ CpuBackend::Weight CpuBackend::upload_matrix(const TensorView& view) {
     w.row_stride = stride;
     w.data = view.data;
     interleave_rows(w, view.file_backed);
+    w.next_reads = std::make_shared<NextReads>();
     return w;
 }
 
@@ -112,6 +113,7 @@ void CpuBackend::interleave_rows(Weight& w, bool file_backed) {
 
 CpuBackend::Weight CpuBackend::upload_vector(const TensorView& view) {
     Weight w = upload_matrix(view);
+    w.next_reads.reset();  // never a product
     if (w.type == DType::F32) return w;
     // Norm weights are tiny: keep an f32 copy so the norm ops need only one path.
     const int64_t n = w.n_cols * w.n_rows;

@@ -7,8 +7,10 @@
 #pragma once
 
 #include <array>
+#include <atomic>
 #include <cstddef>
 #include <memory>
+#include <mutex>
 #include <span>
 #include <string>
 #include <vector>
@@ -32,6 +34,23 @@ public:
 
     // A matrix of n_rows rows of n_cols elements in `type`, rows row_stride bytes apart.
     // `data` points into the model file mapping (or into `owned` for converted vectors).
+    // Per-thread reads for the pool's waits (ThreadPool::set_idle_reads), kept from one
+    // decode step to the next: written and read concurrently, so every field is atomic.
+    class NextReads {
+    public:
+        // Threads past this many read nothing while they wait.
+        static constexpr int kMaxThreads = 16;
+        static constexpr size_t kMaxStreams = kMaxThreads * ThreadPool::kIdleStreams;
+        using Streams = std::array<ThreadPool::IdleStream, kMaxStreams>;
+
+        void store(const Streams& streams);
+        [[nodiscard]] Streams load() const;
+
+    private:
+        std::array<std::atomic<const void*>, kMaxStreams> begin_{};
+        std::array<std::atomic<size_t>, kMaxStreams> bytes_{};
+    };
+
     struct Weight {
         DType type = DType::F32;
         int64_t n_cols = 0;
@@ -44,6 +63,9 @@ public:
         // back after the repacking); `data` stays the stored rows, for embedding lookups.
         const std::byte* interleaved = nullptr;
         std::shared_ptr<const std::byte[]> interleaved_storage;
+        // Where each thread began the decode product that followed this one in the last
+        // decode step (see begin_streamed_region); shared by the Weight's copies.
+        std::shared_ptr<NextReads> next_reads;
 
         [[nodiscard]] const std::byte* row(int64_t r) const { return data + static_cast<size_t>(r) * row_stride; }
     };
@@ -220,8 +242,16 @@ private:
     // Repacks a Q8_0 / Q4_0 / Q5_0 / Q4_K / Q5_K / Q6_K matrix into Weight::interleaved where this CPU takes that
     // layout; `file_backed`: w.data is a file mapping's (TensorView::file_backed).
     void interleave_rows(Weight& w, bool file_backed);
+    // A decode product (a few tokens, so bound by memory) keyed by its first weight is
+    // about to run, and pool thread t will start on first_rows[t * kIdleStreams ...]
+    // (cpu_matmul.cpp). Those become the idle reads of the product run before it, and
+    // the pool's waits from now on read what followed this product in the last step: a
+    // decode step runs the same products in the same order.
+    void begin_streamed_region(const Weight& key, const NextReads::Streams& first_rows);
 
     ThreadPool pool_;
+    std::mutex last_streamed_mutex_;
+    std::shared_ptr<NextReads> last_streamed_;  // the slot of the last decode product begun
 };
 
 static_assert(Backend<CpuBackend>);

@@ -15,6 +15,7 @@
 // of three (or two plus the SiLU pass) takes that wait out of every layer.
 #include <algorithm>
 #include <array>
+#include <utility>
 #include <vector>
 
 #include "backend/cpu/cpu_backend.h"
@@ -54,19 +55,68 @@ RowRange chunk_rows(size_t n_rows, size_t n_blocks, size_t c, size_t n_chunks) {
 // interleaved records where w has them, else the stored rows. Every chunk starts on a row
 // block, the layout's group of sixteen, and an interleaved matrix has whole groups, so
 // its chunks do too (vec_dot_interleaved refuses any other row count).
+// Where row rb (the start of a row block) begins in the layout the products read.
+const std::byte* product_data(const CpuBackend::Weight& w, size_t rb) {
+    static_assert(kRowBlock == 16);
+    if (w.interleaved) return w.interleaved + rb / kRowBlock * quant::interleaved_group_bytes(w.type, w.n_cols);
+    return w.row(static_cast<int64_t>(rb));
+}
+
 void product_rows(const CpuBackend::Weight& w, size_t rb, size_t nr, int64_t n_tokens, float* y, size_t y_stride,
                   const std::byte* xq, size_t x_stride, const quant::TilePack* pack) {
-    static_assert(kRowBlock == 16);
     if (w.interleaved) {
         quant::vec_dot_interleaved(w.type, w.n_cols, static_cast<int64_t>(nr), n_tokens, y, y_stride,
-                                   w.interleaved + rb / kRowBlock * quant::interleaved_group_bytes(w.type, w.n_cols), xq,
-                                   x_stride, pack);
+                                   product_data(w, rb), xq, x_stride, pack);
         return;
     }
     quant::vec_dot_tile(w.type, w.n_cols, static_cast<int64_t>(nr), n_tokens, y, y_stride, w.row(static_cast<int64_t>(rb)),
                         w.row_stride, xq, x_stride, pack);
 }
+// What a waiting thread reads ahead of a decode product (ThreadPool::set_idle_reads),
+// per thread: a budget well inside any L2, so the rows read early are still there when
+// the region starts. Thread t of the pool usually claims chunk t first (the caller as
+// it publishes the region, each worker as it sees it), so it reads that chunk's first
+// rows.
+constexpr size_t kIdleReadBytes = 128 * 1024;
+
+ThreadPool::IdleStream rows_stream(const CpuBackend::Weight& w, RowRange rows, size_t budget) {
+    if (rows.begin >= rows.end) return {};
+    const size_t n = rows.end - rows.begin;
+    const size_t bytes = w.interleaved
+                             ? (n + kRowBlock - 1) / kRowBlock * quant::interleaved_group_bytes(w.type, w.n_cols)
+                             : n * w.row_stride;
+    return {product_data(w, rows.begin), std::min(bytes, budget)};
+}
+
+// Threads that get a chunk of a decode region (and so idle reads).
+size_t idle_threads(const ThreadPool& pool, size_t n_chunks) {
+    return std::min({static_cast<size_t>(pool.size()), n_chunks, static_cast<size_t>(CpuBackend::NextReads::kMaxThreads)});
+}
 }  // namespace
+
+void CpuBackend::NextReads::store(const Streams& streams) {
+    for (size_t i = 0; i < kMaxStreams; ++i) {
+        begin_[i].store(streams[i].begin, std::memory_order_relaxed);
+        bytes_[i].store(streams[i].bytes, std::memory_order_relaxed);
+    }
+}
+
+CpuBackend::NextReads::Streams CpuBackend::NextReads::load() const {
+    Streams streams{};
+    for (size_t i = 0; i < kMaxStreams; ++i)
+        streams[i] = {begin_[i].load(std::memory_order_relaxed), bytes_[i].load(std::memory_order_relaxed)};
+    return streams;
+}
+
+void CpuBackend::begin_streamed_region(const Weight& key, const NextReads::Streams& first_rows) {
+    if (pool_.size() == 1 || !key.next_reads) return;
+    {
+        std::lock_guard lock(last_streamed_mutex_);
+        if (last_streamed_) last_streamed_->store(first_rows);
+        last_streamed_ = key.next_reads;
+    }
+    pool_.set_idle_reads(key.next_reads->load());
+}
 
 const std::byte* CpuBackend::convert_activations(const Weight& w, const Buffer& x, int64_t n_tokens, Scratch& scratch,
                                                  size_t* stride) {
@@ -105,6 +155,11 @@ void CpuBackend::matmul_converted(const Weight& w, const std::byte* xq, size_t x
         // of row blocks, so every thread reads (and prefetches) ahead along its own rows
         // rather than along blocks that the other threads take.
         const size_t n_chunks = std::min(n_blocks, static_cast<size_t>(pool_.size()) * kDecodeChunksPerThread);
+        NextReads::Streams first_rows{};
+        for (size_t t = 0; t < idle_threads(pool_, n_chunks); ++t)
+            first_rows[t * ThreadPool::kIdleStreams] =
+                rows_stream(w, chunk_rows(static_cast<size_t>(n_out), n_blocks, t, n_chunks), kIdleReadBytes);
+        begin_streamed_region(w, first_rows);
         pool_.run(n_chunks, [&](size_t c) {
             const auto [rb, re] = chunk_rows(static_cast<size_t>(n_out), n_blocks, c, n_chunks);
             product_rows(w, rb, re - rb, n_tokens, y.ptr() + rb, static_cast<size_t>(n_out), xq, x_stride,
@@ -166,12 +221,23 @@ void CpuBackend::matmul_products(std::span<const Product> products, const std::b
             const size_t share = total_bytes ? (budget * bytes + total_bytes / 2) / total_bytes : 1;
             first_chunk[i + 1] = first_chunk[i] + std::clamp<size_t>(share, 1, std::max<size_t>(blocks, 1));
         }
-        pool_.run(first_chunk[products.size()], [&](size_t c) {
+        auto rows_of_chunk = [&](size_t c) {
             const size_t i = product_of(c, first_chunk);
-            const Weight& w = *products[i].w;
             const size_t n_blocks = first_block[i + 1] - first_block[i];
-            const size_t n_chunks = first_chunk[i + 1] - first_chunk[i], local = c - first_chunk[i];
-            const auto [rb, re] = chunk_rows(static_cast<size_t>(w.n_rows), n_blocks, local, n_chunks);
+            const size_t n_chunks = first_chunk[i + 1] - first_chunk[i];
+            return std::pair{i, chunk_rows(static_cast<size_t>(products[i].w->n_rows), n_blocks, c - first_chunk[i],
+                                           n_chunks)};
+        };
+        NextReads::Streams first_rows{};
+        for (size_t t = 0; t < idle_threads(pool_, first_chunk[products.size()]); ++t) {
+            const auto [i, rows] = rows_of_chunk(t);
+            first_rows[t * ThreadPool::kIdleStreams] = rows_stream(*products[i].w, rows, kIdleReadBytes);
+        }
+        begin_streamed_region(*products[0].w, first_rows);
+        pool_.run(first_chunk[products.size()], [&](size_t c) {
+            const auto [i, rows] = rows_of_chunk(c);
+            const Weight& w = *products[i].w;
+            const auto [rb, re] = rows;
             if (rb < re)
                 product_rows(w, rb, re - rb, n_tokens, products[i].y->ptr() + rb, static_cast<size_t>(w.n_rows), xq,
                              x_stride, pack);
@@ -225,6 +291,15 @@ void CpuBackend::matmul_swiglu(const Weight& gate, const Weight& up, const Buffe
     if (n_tokens > 1) {
         scratch.pack.assign(gate.type, gate.n_cols, n_tokens, xq, stride);
         pack = &scratch.pack;
+    }
+    if (n_tokens <= kStreamedTokens) {
+        NextReads::Streams first_rows{};
+        for (size_t t = 0; t < idle_threads(pool_, n_chunks); ++t) {
+            const RowRange r = chunk_rows(rows, n_blocks, t, n_chunks);
+            first_rows[t * ThreadPool::kIdleStreams] = rows_stream(gate, r, kIdleReadBytes / 2);
+            first_rows[t * ThreadPool::kIdleStreams + 1] = rows_stream(up, r, kIdleReadBytes / 2);
+        }
+        begin_streamed_region(gate, first_rows);
     }
     pool_.run(n_chunks, [&](size_t c) {
         const auto [rb, re] = chunk_rows(rows, n_blocks, c, n_chunks);
