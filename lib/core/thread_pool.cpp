@@ -135,12 +135,15 @@ void ThreadPool::idle_step(int thread) noexcept {
     size_t step = 0;
     for (int i = 0; i < kIdleStreams; ++i) {
         const size_t bytes = slot.bytes[i].load(std::memory_order_relaxed);
-        if (done >= bytes) continue;
-        const char* p = slot.begin[i].load(std::memory_order_relaxed) + done;
+        const char* begin = slot.begin[i].load(std::memory_order_relaxed);
+        // A stream being replaced can pair one stream's start with another's length: only
+        // the addresses are computed (as integers), and prefetches of them never fault.
+        if (done >= bytes || begin == nullptr) continue;
+        const uintptr_t p = reinterpret_cast<uintptr_t>(begin) + done;
         const size_t n = std::min(kIdleStepBytes, bytes - done);
         // Into L2 (locality 2): a waiting thread's reads are for its next region, not for
         // what it is doing now, and the streams can be larger than L1.
-        for (size_t o = 0; o < n; o += 64) __builtin_prefetch(p + o, 0, 2);
+        for (size_t o = 0; o < n; o += 64) __builtin_prefetch(reinterpret_cast<const void*>(p + o), 0, 2);
         step = std::max(step, n);
     }
     if (step != 0) slot.done.store(done + step, std::memory_order_relaxed);

@@ -158,15 +158,17 @@ TEST_CASE("waiting threads read their idle streams to the end and no further", "
 }
 
 TEST_CASE("idle streams may change while regions run", "[thread_pool]") {
-    // A hint only: streams replaced under the threads (even with ones that point nowhere)
-    // never change what a region runs.
+    // A hint only: streams replaced under the threads (even with ones that point nowhere,
+    // or a stream that comes and goes, so a thread may pair one's start with another's
+    // length) never change what a region runs.
     ThreadPool pool(3);
     std::vector<char> mem(1 << 20);
     std::atomic<bool> stop{false};
     std::thread changer([&] {
         for (uint32_t i = 0; !stop.load(); ++i) {
             const ThreadPool::IdleStream s[] = {{mem.data() + i % 4096, mem.size() - 4096}, {},
-                                                {reinterpret_cast<const void*>(uintptr_t{64}), 1 << 16}, {},
+                                                {reinterpret_cast<const void*>(uintptr_t{64}), 1 << 16},
+                                                i % 2 ? ThreadPool::IdleStream{mem.data(), 4096} : ThreadPool::IdleStream{},
                                                 {mem.data(), i % 3 ? mem.size() : 0}, {mem.data(), 4096}};
             pool.set_idle_reads(s);
         }
