@@ -32,8 +32,6 @@ public:
         [[nodiscard]] size_t size() const { return data.size(); }
     };
 
-    // A matrix of n_rows rows of n_cols elements in `type`, rows row_stride bytes apart.
-    // `data` points into the model file mapping (or into `owned` for converted vectors).
     // Per-thread reads for the pool's waits (ThreadPool::set_idle_reads), kept from one
     // decode step to the next: written and read concurrently, so every field is atomic.
     class NextReads {
@@ -51,6 +49,8 @@ public:
         std::array<std::atomic<size_t>, kMaxStreams> bytes_{};
     };
 
+    // A matrix of n_rows rows of n_cols elements in `type`, rows row_stride bytes apart.
+    // `data` points into the model file mapping (or into `owned` for converted vectors).
     struct Weight {
         DType type = DType::F32;
         int64_t n_cols = 0;
