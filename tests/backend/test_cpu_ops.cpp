@@ -243,7 +243,7 @@ TEST_CASE("decode products learn where the next product's threads start", "[cpu_
     b.matmul(wb, x, 20, y, scratch);
     b.matmul(wa, x, 1, y, scratch);
 
-    const auto after_a = wa.next_reads->load();  // gate and up, 64 KiB each at most
+    const auto after_a = wa.next_reads->load(CpuBackend::NextReads::kMaxStreams);  // gate and up, 64 KiB each at most
     CHECK(after_a[0].begin == at_row(wg, 0));
     CHECK(after_a[0].bytes == bytes_of(wg, 48));
     CHECK(after_a[1].begin == at_row(wu, 0));
@@ -251,16 +251,16 @@ TEST_CASE("decode products learn where the next product's threads start", "[cpu_
     CHECK(after_a[3].begin == at_row(wu, 48));
     CHECK(after_a[3].bytes == bytes_of(wu, 48));
     CHECK(after_a[4].begin == nullptr);  // no third thread
-    const auto after_gate = wg.next_reads->load();  // b: one stream per thread
+    const auto after_gate = wg.next_reads->load(CpuBackend::NextReads::kMaxStreams);  // b: one stream per thread
     CHECK(after_gate[0].begin == at_row(wb, 0));
     CHECK(after_gate[0].bytes == bytes_of(wb, 48));
     CHECK(after_gate[1].begin == nullptr);
     CHECK(after_gate[2].begin == at_row(wb, 48));
-    const auto after_b = wb.next_reads->load();  // a again
+    const auto after_b = wb.next_reads->load(CpuBackend::NextReads::kMaxStreams);  // a again
     CHECK(after_b[0].begin == at_row(wa, 0));
     CHECK(after_b[2].begin == at_row(wa, 48));
     CHECK(after_b[2].bytes == bytes_of(wa, 48));
-    CHECK(wu.next_reads->load()[0].begin == nullptr);  // up never keys a region
+    CHECK(wu.next_reads->load(CpuBackend::NextReads::kMaxStreams)[0].begin == nullptr);  // up never keys a region
 
     // A norm weight is never a product.
     auto nt = make_tensor(DType::F32, n_in, 1, 56);

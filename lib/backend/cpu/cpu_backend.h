@@ -41,8 +41,9 @@ public:
         static constexpr size_t kMaxStreams = kMaxThreads * ThreadPool::kIdleStreams;
         using Streams = std::array<ThreadPool::IdleStream, kMaxStreams>;
 
-        void store(const Streams& streams);
-        [[nodiscard]] Streams load() const;
+        // The first n streams (the rest of a loaded Streams is empty).
+        void store(const Streams& streams, size_t n);
+        [[nodiscard]] Streams load(size_t n) const;
 
     private:
         std::array<std::atomic<const void*>, kMaxStreams> begin_{};
@@ -243,11 +244,11 @@ private:
     // layout; `file_backed`: w.data is a file mapping's (TensorView::file_backed).
     void interleave_rows(Weight& w, bool file_backed);
     // A decode product (a few tokens, so bound by memory) keyed by its first weight is
-    // about to run, and pool thread t will start on first_rows[t * kIdleStreams ...]
+    // about to run, and pool thread t will start on starts[t * kIdleStreams ...]
     // (cpu_matmul.cpp). Those become the idle reads of the product run before it, and
     // the pool's waits from now on read what followed this product in the last step: a
     // decode step runs the same products in the same order.
-    void begin_streamed_region(const Weight& key, const NextReads::Streams& first_rows);
+    void begin_streamed_region(const Weight& key, const NextReads::Streams& starts);
 
     ThreadPool pool_;
     std::mutex last_streamed_mutex_;

@@ -91,34 +91,45 @@ ThreadPool::IdleStream rows_stream(const CpuBackend::Weight& w, RowRange rows, s
     return {product_data(w, rows.begin), std::min(bytes, budget)};
 }
 
-// Threads that get a chunk of a decode region (and so idle reads).
-size_t idle_threads(const ThreadPool& pool, size_t n_chunks) {
-    return std::min({static_cast<size_t>(pool.size()), n_chunks, static_cast<size_t>(CpuBackend::NextReads::kMaxThreads)});
+// Every thread's idle reads for a decode region of n_chunks chunks: thread t usually
+// claims chunk t first, and chunk_streams(t, s) writes that chunk's first rows to
+// s[0 .. ThreadPool::kIdleStreams).
+template <class ChunkStreams>
+CpuBackend::NextReads::Streams first_rows(const ThreadPool& pool, size_t n_chunks, ChunkStreams&& chunk_streams) {
+    CpuBackend::NextReads::Streams streams{};
+    const size_t threads =
+        std::min({static_cast<size_t>(pool.size()), n_chunks, static_cast<size_t>(CpuBackend::NextReads::kMaxThreads)});
+    for (size_t t = 0; t < threads; ++t) chunk_streams(t, &streams[t * ThreadPool::kIdleStreams]);
+    return streams;
 }
 }  // namespace
 
-void CpuBackend::NextReads::store(const Streams& streams) {
-    for (size_t i = 0; i < kMaxStreams; ++i) {
+void CpuBackend::NextReads::store(const Streams& streams, size_t n) {
+    for (size_t i = 0; i < std::min(n, kMaxStreams); ++i) {
         begin_[i].store(streams[i].begin, std::memory_order_relaxed);
         bytes_[i].store(streams[i].bytes, std::memory_order_relaxed);
     }
 }
 
-CpuBackend::NextReads::Streams CpuBackend::NextReads::load() const {
+CpuBackend::NextReads::Streams CpuBackend::NextReads::load(size_t n) const {
     Streams streams{};
-    for (size_t i = 0; i < kMaxStreams; ++i)
+    for (size_t i = 0; i < std::min(n, kMaxStreams); ++i)
         streams[i] = {begin_[i].load(std::memory_order_relaxed), bytes_[i].load(std::memory_order_relaxed)};
     return streams;
 }
 
-void CpuBackend::begin_streamed_region(const Weight& key, const NextReads::Streams& first_rows) {
+void CpuBackend::begin_streamed_region(const Weight& key, const NextReads::Streams& starts) {
     if (pool_.size() == 1 || !key.next_reads) return;
+    // Only this pool's threads' streams: every decode region passes here.
+    const size_t threads = std::min<size_t>(static_cast<size_t>(pool_.size()), NextReads::kMaxThreads);
+    const size_t n = ThreadPool::kIdleStreams * threads;
     {
         std::lock_guard lock(last_streamed_mutex_);
-        if (last_streamed_) last_streamed_->store(first_rows);
+        if (last_streamed_) last_streamed_->store(starts, n);
         last_streamed_ = key.next_reads;
     }
-    pool_.set_idle_reads(key.next_reads->load());
+    const NextReads::Streams next = key.next_reads->load(n);
+    pool_.set_idle_reads(std::span(next).first(n));
 }
 
 const std::byte* CpuBackend::convert_activations(const Weight& w, const Buffer& x, int64_t n_tokens, Scratch& scratch,
@@ -158,11 +169,10 @@ void CpuBackend::matmul_converted(const Weight& w, const std::byte* xq, size_t x
         // of row blocks, so every thread reads (and prefetches) ahead along its own rows
         // rather than along blocks that the other threads take.
         const size_t n_chunks = std::min(n_blocks, static_cast<size_t>(pool_.size()) * kDecodeChunksPerThread);
-        NextReads::Streams first_rows{};
-        for (size_t t = 0; t < idle_threads(pool_, n_chunks); ++t)
-            first_rows[t * ThreadPool::kIdleStreams] =
-                rows_stream(w, chunk_rows(static_cast<size_t>(n_out), n_blocks, t, n_chunks), kIdleReadBytes);
-        begin_streamed_region(w, first_rows);
+        begin_streamed_region(w, first_rows(pool_, n_chunks, [&](size_t t, ThreadPool::IdleStream* s) {
+                                  s[0] = rows_stream(w, chunk_rows(static_cast<size_t>(n_out), n_blocks, t, n_chunks),
+                                                     kIdleReadBytes);
+                              }));
         pool_.run(n_chunks, [&](size_t c) {
             const auto [rb, re] = chunk_rows(static_cast<size_t>(n_out), n_blocks, c, n_chunks);
             product_rows(w, rb, re - rb, n_tokens, y.ptr() + rb, static_cast<size_t>(n_out), xq, x_stride,
@@ -231,12 +241,11 @@ void CpuBackend::matmul_products(std::span<const Product> products, const std::b
             return std::pair{i, chunk_rows(static_cast<size_t>(products[i].w->n_rows), n_blocks, c - first_chunk[i],
                                            n_chunks)};
         };
-        NextReads::Streams first_rows{};
-        for (size_t t = 0; t < idle_threads(pool_, first_chunk[products.size()]); ++t) {
-            const auto [i, rows] = rows_of_chunk(t);
-            first_rows[t * ThreadPool::kIdleStreams] = rows_stream(*products[i].w, rows, kIdleReadBytes);
-        }
-        begin_streamed_region(*products[0].w, first_rows);
+        begin_streamed_region(*products[0].w,
+                              first_rows(pool_, first_chunk[products.size()], [&](size_t t, ThreadPool::IdleStream* s) {
+                                  const auto [i, rows] = rows_of_chunk(t);
+                                  s[0] = rows_stream(*products[i].w, rows, kIdleReadBytes);
+                              }));
         pool_.run(first_chunk[products.size()], [&](size_t c) {
             const auto [i, rows] = rows_of_chunk(c);
             const Weight& w = *products[i].w;
@@ -295,15 +304,12 @@ void CpuBackend::matmul_swiglu(const Weight& gate, const Weight& up, const Buffe
         scratch.pack.assign(gate.type, gate.n_cols, n_tokens, xq, stride);
         pack = &scratch.pack;
     }
-    if (n_tokens <= kStreamedTokens) {
-        NextReads::Streams first_rows{};
-        for (size_t t = 0; t < idle_threads(pool_, n_chunks); ++t) {
-            const RowRange r = chunk_rows(rows, n_blocks, t, n_chunks);
-            first_rows[t * ThreadPool::kIdleStreams] = rows_stream(gate, r, kIdleReadBytes / 2);
-            first_rows[t * ThreadPool::kIdleStreams + 1] = rows_stream(up, r, kIdleReadBytes / 2);
-        }
-        begin_streamed_region(gate, first_rows);
-    }
+    if (n_tokens <= kStreamedTokens)
+        begin_streamed_region(gate, first_rows(pool_, n_chunks, [&](size_t t, ThreadPool::IdleStream* s) {
+                                  const RowRange r = chunk_rows(rows, n_blocks, t, n_chunks);
+                                  s[0] = rows_stream(gate, r, kIdleReadBytes / 2);
+                                  s[1] = rows_stream(up, r, kIdleReadBytes / 2);
+                              }));
     pool_.run(n_chunks, [&](size_t c) {
         const auto [rb, re] = chunk_rows(rows, n_blocks, c, n_chunks);
         if (rb >= re) return;
