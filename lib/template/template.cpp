@@ -3,7 +3,10 @@
 // blocks do not, and a macro sees its own scope plus the template's top level.
 #include "template/template.h"
 
+#include <algorithm>
+#include <memory>
 #include <unordered_map>
+#include <vector>
 
 #include "core/utf8.h"
 #include "template/builtins.h"
@@ -27,8 +30,30 @@ public:
     Renderer(const TemplateOptions& options, const Object& context) : options_(options) {
         scopes_.emplace_back();
         for (auto& [k, v] : builtin_globals(options.limits).items) scopes_[0][k] = v;
+        const Value make_namespace = scopes_[0]["namespace"];
+        scopes_[0]["namespace"] = Value::function(
+            [this, make_namespace](CallArgs& args) {
+                Value ns = make_namespace.as_function()(args);
+                own_mutable(ns.as_object());
+                return ns;
+            },
+            "namespace");
         for (const auto& [k, v] : context.items) scopes_[0][k] = v;
     }
+
+    // Namespaces and loop objects are the only values a template can change after making
+    // them, so every reference cycle (`{% set ns.me = ns %}`, a namespace holding its own
+    // bound method or a loop over itself) runs through one of them. None of them outlives
+    // the render, so emptying them here frees every cycle, on errors too.
+    ~Renderer() {
+        for (const auto& weak : mutables_)
+            if (const auto o = weak.lock()) {
+                const auto items = std::move(o->items);
+                o->items.clear();
+            }
+    }
+    Renderer(const Renderer&) = delete;
+    Renderer& operator=(const Renderer&) = delete;
 
     std::string run(const Body& body) {
         exec_body(body);
@@ -77,6 +102,16 @@ private:
     void step() {
         if (++steps_ > options_.max_steps)
             fail(INLAY_ERR_BAD_FORMAT, "rendering took more than {} steps (a runaway loop?)", options_.max_steps);
+    }
+
+    void own_mutable(const std::shared_ptr<Object>& o) {
+        // Forget the ones already freed whenever the list doubles: a loop making a
+        // namespace per iteration keeps it short.
+        if (mutables_.size() == mutables_capacity_) {
+            std::erase_if(mutables_, [](const std::weak_ptr<Object>& w) { return w.expired(); });
+            mutables_capacity_ = std::max<size_t>(16, 2 * mutables_.size());
+        }
+        mutables_.push_back(o);
     }
 
     void emit(std::string_view text) {
@@ -243,6 +278,7 @@ private:
         const auto length = static_cast<int64_t>(items.size());
         // One loop object per loop, updated in place: an iteration costs no allocations.
         auto loop = std::make_shared<Object>();
+        own_mutable(loop);
         auto index = std::make_shared<int64_t>(0);
         for (const char* key : {"index0", "index", "revindex0", "revindex", "first", "last", "length", "depth",
                                 "depth0", "previtem", "nextitem"})
@@ -433,6 +469,8 @@ private:
 
     const TemplateOptions& options_;
     std::vector<Scope> scopes_;
+    std::vector<std::weak_ptr<Object>> mutables_;  // namespaces and loop objects made here
+    size_t mutables_capacity_ = 0;
     size_t barrier_ = 0;
     std::string out_;
     uint64_t steps_ = 0;

@@ -2,6 +2,7 @@
 // status, and bounded work (steps, output, recursion, sizes); never a crash or hang.
 #include <catch2/catch.hpp>
 #include <fstream>
+#include <memory>
 #include <random>
 #include <sstream>
 
@@ -89,6 +90,43 @@ TEST_CASE("runaway templates stop at their limits", "[template][errors]") {
     for (int i = 0; i < 5000; ++i) deep += "{% if true %}";
     expect_error(deep, INLAY_ERR_BAD_FORMAT, "nested more than");
     expect_error("{{ " + std::string(5000, '-') + "1 }}", INLAY_ERR_BAD_FORMAT, "nested more than");
+}
+
+TEST_CASE("values that hold themselves are freed with the render", "[template][errors]") {
+    // The context's `token` keeps `alive` alive for as long as a value holds it; each
+    // template puts it into a namespace that ends up holding itself.
+    const std::string make = "{% set ns = namespace(t=token) %}";
+    const struct {
+        std::string source, output;
+    } cases[] = {
+        {make + "{% set ns.me = ns %}{{ ns.me.me.t is defined }}", "True"},
+        {make + "{% set ns.l = [dict(n=ns)] %}{{ ns.l[0].n.t is defined }}", "True"},
+        {make + "{% set d = dict(n=ns) %}{% set ns.g = d.get %}{{ ns.g('n').t is defined }}", "True"},
+        {make + "{% for x in [ns, 1] %}{% if loop.first %}{% set ns.l = loop %}{% endif %}{% endfor %}"
+                "{{ ns.l.previtem.t is defined }}{{ ns.l.index }}",
+         "True2"},
+        {"{% for i in range(100) %}" + make + "{% set ns.me = ns %}{% endfor %}done", "done"},
+        {make + "{% set other = namespace(ns=ns) %}{% set ns.other = other %}{{ raise_exception('no') }}", ""},
+    };
+    for (const auto& c : cases) {
+        INFO("template: " << c.source);
+        auto alive = std::make_shared<int>(0);
+        const std::weak_ptr<int> watch = alive;
+        {
+            tmpl::Object context;
+            context.set("token",
+                        tmpl::Value::function([alive](tmpl::CallArgs&) { return tmpl::Value(*alive); }, "token"));
+            alive.reset();
+            const tmpl::Template t(c.source);
+            if (c.output.empty()) {
+                CHECK_THROWS_AS((void)t.render(context), Error);
+            } else {
+                CHECK(t.render(context) == c.output);
+            }
+            CHECK_FALSE(watch.expired());  // the context still holds it
+        }
+        CHECK(watch.expired());
+    }
 }
 
 TEST_CASE("templates must be valid UTF-8, and so must context strings", "[template][errors]") {
