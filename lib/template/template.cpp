@@ -42,9 +42,10 @@ public:
     }
 
     // Namespaces and loop objects are the only values a template can change after making
-    // them, so every reference cycle (`{% set ns.me = ns %}`, a namespace holding its own
-    // bound method or a loop over itself) runs through one of them. None of them outlives
-    // the render, so emptying them here frees every cycle, on errors too.
+    // them, so every reference cycle (`{% set ns.me = ns %}`, a namespace holding the
+    // bound method of a dict that holds it, or a loop over itself) runs through one of
+    // them. None of them outlives the render, so emptying them here frees every cycle,
+    // on errors too.
     ~Renderer() {
         for (const auto& weak : mutables_)
             if (const auto o = weak.lock()) {

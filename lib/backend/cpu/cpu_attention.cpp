@@ -483,6 +483,8 @@ void CpuBackend::attention(const Buffer& q, const KvStorage& kv, int64_t layer, 
     const int64_t group = n_heads / g.n_kv_heads;
     const bool f16 = g.dtype == DType::F16;
     const int64_t hdp = (hd + kWidth - 1) / kWidth * kWidth;
+    // Items of this many rows read the f16 K/V rows in place (kStreamedRows).
+    auto reads_in_place = [&](int64_t n_rows) { return f16 && hd == hdp && n_rows <= kStreamedRows; };
 
     // Split each group's heads into n_sub parts of at most kMaxRows heads, more parts
     // while there are fewer than two items per thread (decoding one sequence),
@@ -504,7 +506,7 @@ void CpuBackend::attention(const Buffer& q, const KvStorage& kv, int64_t layer, 
         // fewer items than want_items: each part would convert the group's K and V
         // again. bench_attention, SmolLM2 shape at depth 512, 2 threads: three items of
         // three rows 18.0-18.8 us a layer, six of one or two rows 20.8-23.1.
-        if (n_sub == 1 && n_tiles == n_tokens && f16 && hd == hdp && group <= kStreamedRows) break;
+        if (n_sub == 1 && n_tiles == n_tokens && reads_in_place(group)) break;
     }
     tiles[n_tiles] = static_cast<int32_t>(n_tokens);
     const int64_t n_items = n_tiles * g.n_kv_heads * n_sub;
@@ -546,7 +548,7 @@ void CpuBackend::attention(const Buffer& q, const KvStorage& kv, int64_t layer, 
             // Decoding (one GQA group's rows) reads f16 rows in place and spreads its
             // prefetches over the V updates; other items convert chunks of K/V for many
             // rows and fetch a block's K/V at once.
-            const bool streamed = f16 && hd == hdp && n_rows <= kStreamedRows;
+            const bool streamed = reads_in_place(n_rows);
             const int64_t n_blocks = (reach + g.block_size - 1) / g.block_size;
             // Chunks of kChunk positions at fixed offsets in each block.
             for (int64_t p0 = 0; p0 < reach; p0 += g.block_size) {
