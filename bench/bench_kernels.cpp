@@ -1,6 +1,8 @@
 // Dot-kernel micro-benchmarks: vec_dot_rows over a whole weight matrix (one activation
 // row, as in decoding), reported as GB/s of weights read; vec_dot_tile over a batch of
-// tokens (as in batched decoding), reported as dots per second; quantize_activations.
+// tokens (as in batched decoding), reported as dots per second; decode_threads, one
+// product from DRAM split over 1 and 2 threads beside read_stream, a plain read of as many
+// bytes (the roofline the decode kernels are held to); quantize_activations.
 //
 // Shapes: 576 rows x 1536 (a small model's ffn_down, fits in L2) and 4096 x 4096 (a 7B
 // model's attention projection, tens of MB: memory-bound).
@@ -126,6 +128,66 @@ void bm_vec_dot_interleaved(benchmark::State& state, DType type) {
     state.SetBytesProcessed(state.iterations() * rows * static_cast<int64_t>(w.row_bytes));
 }
 
+// Decode products from DRAM on several threads at once, as the CPU backend splits one:
+// a matrix of rows of 1024 that holds about range(0) bytes in every format (so that no
+// format sits partly in the last-level cache and reads faster than the others), each
+// benchmark thread reading its own rows/threads of it, in the interleaved layout where
+// the type has one, else as stored rows. Rates are over wall time, so bytes_per_second
+// is what the threads pull together; read_stream below, the same bytes read plainly, is
+// the ceiling they are measured against.
+void bm_decode_threads(benchmark::State& state, DType type) {
+    const int64_t cols = state.range(1);
+    const int64_t all_rows = state.range(0) / static_cast<int64_t>(*inlay::row_bytes(type, cols));
+    const int64_t rows = all_rows / state.threads() / 16 * 16;
+    const Matrix w(type, rows, cols);
+    const bool interleaved = inlay::quant::interleaved_rows_supported(type, cols, rows);
+    std::vector<uint64_t> packed;
+    if (interleaved) {
+        packed.resize((inlay::quant::interleaved_bytes(type, cols, rows) + 7) / 8);
+        inlay::quant::interleave_rows(type, cols, rows, w.data(), w.row_bytes, packed.data());
+    }
+    const DType act = inlay::quant::vec_dot_type(type);
+    const size_t act_row = *inlay::row_bytes(act, cols);
+    const auto xf = random_floats(static_cast<size_t>(cols), 2);
+    std::vector<uint32_t> x((act_row + 3) / 4);
+    inlay::quant::quantize_activations(act, xf.data(), x.data(), cols);
+    std::vector<float> out(static_cast<size_t>(rows));
+    for (auto _ : state) {
+        if (interleaved) {
+            const inlay::quant::TilePack pack(type, cols, 1, x.data(), act_row);
+            inlay::quant::vec_dot_interleaved(type, cols, rows, 1, out.data(), static_cast<size_t>(rows), packed.data(),
+                                              x.data(), act_row, &pack);
+        } else {
+            inlay::quant::vec_dot_rows(type, cols, rows, out.data(), w.data(), w.row_bytes, x.data());
+        }
+        benchmark::DoNotOptimize(out.data());
+        benchmark::ClobberMemory();
+    }
+    state.SetBytesProcessed(state.iterations() * rows * static_cast<int64_t>(w.row_bytes));
+}
+
+// The ceiling of the products above: each thread sums its own share of a buffer far
+// above the last-level cache with plain 64-byte loads (four independent accumulators, so
+// the loads set the pace), as `inlay bench --membw` does.
+void bm_read_stream(benchmark::State& state) {
+    using Lane = uint64_t __attribute__((vector_size(64)));
+    const size_t n = static_cast<size_t>(state.range(0)) / state.threads() / sizeof(Lane);
+    std::vector<Lane> buffer(n);
+    for (size_t i = 0; i < n; ++i) buffer[i] = Lane{} + i;
+    for (auto _ : state) {
+        Lane a{}, b{}, c{}, d{};
+        for (size_t i = 0; i + 4 <= n; i += 4) {
+            a += buffer[i];
+            b += buffer[i + 1];
+            c += buffer[i + 2];
+            d += buffer[i + 3];
+        }
+        const Lane sum = a + b + c + d;
+        benchmark::DoNotOptimize(sum);
+    }
+    state.SetBytesProcessed(state.iterations() * static_cast<int64_t>(n * sizeof(Lane)));
+}
+
 void bm_quantize_activations(benchmark::State& state, DType act) {
     const int64_t n = state.range(0);
     const auto x = random_floats(static_cast<size_t>(n), 3);
@@ -212,6 +274,24 @@ int register_all() {
             ->Args({1536, 576, 512})
             ->Unit(benchmark::kMicrosecond);
     }
+    // Thread scaling from DRAM: 512 MiB of rows of 1024 (the width of Qwen3-0.6B's
+    // layers) split over 1 and 2 threads, beside a plain read of as many bytes.
+    for (DType t : {DType::F16, DType::BF16, DType::Q8_0, DType::Q4_0, DType::Q5_0, DType::Q1_0, DType::Q4_K,
+                    DType::Q5_K, DType::Q6_K}) {
+        benchmark::RegisterBenchmark(("decode_threads/" + std::string(inlay::dtype_name(t))).c_str(), bm_decode_threads,
+                                     t)
+            ->Args({int64_t{512} << 20, 1024})
+            ->Threads(1)
+            ->Threads(2)
+            ->UseRealTime()
+            ->Unit(benchmark::kMicrosecond);
+    }
+    benchmark::RegisterBenchmark("read_stream", bm_read_stream)
+        ->Arg(int64_t{512} << 20)
+        ->Threads(1)
+        ->Threads(2)
+        ->UseRealTime()
+        ->Unit(benchmark::kMicrosecond);
     for (DType t : {DType::Q8_0, DType::Q8_1, DType::Q8_K, DType::F16, DType::BF16}) {
         benchmark::RegisterBenchmark(("quantize_activations/" + std::string(inlay::dtype_name(t))).c_str(),
                                      bm_quantize_activations, t)
