@@ -239,9 +239,20 @@ int register_all() {
         if (576 % inlay::dtype_traits(t).block_elems == 0)  // rows of 576 (SmolLM2's width) fit the blocks
             bm->Args({1536, 576, 128})->Args({1536, 576, 512});
     }
-    for (DType t : {DType::Q8_0, DType::Q4_0, DType::Q5_0, DType::Q4_K, DType::Q5_K, DType::Q6_K}) {
+    for (DType t : {DType::Q8_0, DType::Q4_0, DType::Q5_0, DType::Q1_0, DType::Q4_K, DType::Q5_K, DType::Q6_K}) {
         auto* bm = benchmark::RegisterBenchmark(("vec_dot_interleaved/" + std::string(inlay::dtype_name(t))).c_str(),
                                                 bm_vec_dot_interleaved, t);
+        if (t == DType::Q1_0) {  // rows of whole blocks of 128
+            bm->Args({576, 1536, 1})
+                ->Args({576, 1536, 8})
+                ->Args({576, 1536, 128})
+                ->Args({3072, 1024, 128})
+                ->Args({151936, 1024, 1})
+                ->Args({151936, 1024, 5})
+                ->Args({16384, 4096, 1})
+                ->Unit(benchmark::kMicrosecond);
+            continue;
+        }
         if (inlay::dtype_traits(t).block_elems == 256) {  // K-quant rows: Qwen3-0.6B's shapes, SmolLM2's ffn_down
             bm->Args({576, 1536, 1})
                 ->Args({576, 1536, 128})

@@ -25,8 +25,9 @@ inline constexpr size_t kScaleBytes = kRows * sizeof(uint16_t);  // d[16]
 inline constexpr size_t kHighBytes = 8 * sizeof(uint64_t);       // high[8], Q5_0
 
 constexpr bool is_kquant(DType weight) { return weight == DType::Q4_K || weight == DType::Q5_K || weight == DType::Q6_K; }
-// Elements of a row a record holds: one block of 32, or one super-block of 256.
-constexpr int64_t record_elems(DType weight) { return is_kquant(weight) ? 256 : 32; }
+// Elements of a row a record holds: one block of 32, one Q1_0 block of 128, or one
+// super-block of 256.
+constexpr int64_t record_elems(DType weight) { return is_kquant(weight) ? 256 : weight == DType::Q1_0 ? 128 : 32; }
 
 // quads: 8 x 16 lanes of 4 bytes for Q8_0 (levels), 4 x 16 for the nibbles of Q4_0 / Q5_0.
 constexpr size_t quad_bytes(DType weight) { return (weight == DType::Q8_0 ? 8 : 4) * kRows * 4; }
@@ -40,16 +41,21 @@ inline constexpr size_t kAffineDmin = 32, kAffineScales = 64, kAffineQuads = 256
 // (bytes 64h + 4k..64h + 4k + 3 of row r's ql); qh[2][8][16] (bytes 32h + 4k.. of its qh).
 inline constexpr size_t kQ6Scales = 32, kQ6Low = 288, kQ6High = 2336;
 
+// Q1_0: d[16] (f16), then masks[32] (64-bit): bit 4r + j of masks[k] is row r's sign bit
+// of element 4k + j, so masks[k] as a byte mask selects lane r's bytes of elements 4k..4k+3.
+inline constexpr int kQ1Masks = 32;
+
 // Every record holds its sixteen rows' stored blocks' bytes, only rearranged.
 constexpr size_t record_bytes(DType weight) {
     switch (weight) {
+        case DType::Q1_0: return kScaleBytes + kQ1Masks * sizeof(uint64_t);
         case DType::Q4_K: return kAffineHigh;
         case DType::Q5_K: return kAffineHigh + 8 * kRows * 4;
         case DType::Q6_K: return kQ6High + 16 * kRows * 4;
         default: return kScaleBytes + quad_bytes(weight) + (weight == DType::Q5_0 ? kHighBytes : 0);
     }
 }
-static_assert(record_bytes(DType::Q4_K) == 16 * 144 && record_bytes(DType::Q5_K) == 16 * 176 &&
+static_assert(record_bytes(DType::Q1_0) == 16 * 18 && record_bytes(DType::Q4_K) == 16 * 144 && record_bytes(DType::Q5_K) == 16 * 176 &&
               record_bytes(DType::Q6_K) == 16 * 210 && record_bytes(DType::Q8_0) == 16 * 34);
 
 // The decode kernels' walk over a call's records: each group of sixteen rows (one run of
@@ -72,8 +78,10 @@ inline void walk_groups(const uint8_t* w16, int64_t n_rows, size_t group_bytes, 
     }
 }
 
-// value = level - offset: Q8_0's levels are its values + 128.
-constexpr int level_offset(DType weight) { return weight == DType::Q8_0 ? 128 : weight == DType::Q5_0 ? 16 : 8; }
+// value = level - offset: Q8_0's levels are its values + 128; Q1_0's are 0 and 2 for -1 and +1.
+constexpr int level_offset(DType weight) {
+    return weight == DType::Q8_0 ? 128 : weight == DType::Q5_0 ? 16 : weight == DType::Q1_0 ? 1 : 8;
+}
 // The element of a Q5_0 block whose fifth bit is bit j of lane r's nibble group k.
 constexpr int high_first(int k) { return k < 4 ? 4 * k : 16 + 4 * (k - 4); }
 
@@ -108,6 +116,17 @@ inline void record_levels(const uint8_t* rec, __m512i (&levels)[8]) {
             std::memcpy(&bits, rec + kScaleBytes + quad_bytes(W) + 8 * k, sizeof bits);
             levels[k] = _mm512_mask_add_epi8(levels[k], _cvtu64_mask64(bits), levels[k], sixteen);
         }
+    }
+}
+
+// Q1_0: levels[k] the levels (0 or 2) of elements 32s + 4k..32s + 4k + 3 of every row of
+// record `rec` (sub-block s), one row per 32-bit lane.
+inline void q1_levels(const uint8_t* rec, int s, __m512i (&levels)[8]) {
+    const __m512i twos = _mm512_set1_epi8(2);
+    for (int k = 0; k < 8; ++k) {
+        uint64_t bits;
+        std::memcpy(&bits, rec + kScaleBytes + sizeof(uint64_t) * static_cast<size_t>(8 * s + k), sizeof bits);
+        levels[k] = _mm512_maskz_mov_epi8(_cvtu64_mask64(bits), twos);
     }
 }
 

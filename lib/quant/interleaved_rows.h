@@ -1,4 +1,4 @@
-// Q8_0 / Q4_0 / Q5_0 (and Q4_K / Q5_K / Q6_K, below) weight matrices repacked at load time with sixteen rows interleaved,
+// Q8_0 / Q4_0 / Q5_0 / Q1_0 (and Q4_K / Q5_K / Q6_K, below) weight matrices repacked at load time with sixteen rows interleaved,
 // for CPUs with AVX-512 VNNI (and no AMX, whose prompt tiles read the stored rows).
 //
 // In the stored layout each row is a run of 34-, 18- or 22-byte blocks, and a kernel that
@@ -20,6 +20,13 @@
 //                    4k+j (k < 4) or 16+4(k-4)+j (k >= 4), the byte it lands in
 // Every (row, token) is fused per block as dot_block_sums fuses it (fma(float(total),
 // d_w * d_x, acc), in block order), so the results are the stored rows' bits.
+//
+// Q1_0 (one record per block of 128, 288 bytes): d[16], then masks[32], 64-bit: bit 4r + j
+// of masks[k] is row r's sign bit of element 4k + j. One masked move of the bytes 2 turns
+// a mask into the levels (0 or 2) of four elements of sixteen rows, and eight dpbusd from
+// a -sum(x) start give a sub-block's sign-bit dots, with nothing to reduce (the stored
+// rows' kernel sums eight rows' lanes per sub-block: about half its operations). The
+// floats are fused as dot_q1_0 fuses them: the same bits.
 //
 // The K-quants the same way, one record per super-block of 256 and group of sixteen rows
 // (Q4_K 2304 bytes, Q5_K 2816, Q6_K 3360: again the sixteen stored blocks' bytes):
@@ -44,7 +51,7 @@
 namespace inlay::quant {
 
 // Whether this build and CPU multiply `weight` matrices of n columns and n_rows rows in
-// the interleaved layout (Q8_0 / Q4_0 / Q5_0 / Q4_K / Q5_K / Q6_K, n_rows a multiple of
+// the interleaved layout (Q8_0 / Q4_0 / Q5_0 / Q1_0 / Q4_K / Q5_K / Q6_K, n_rows a multiple of
 // 16, AVX-512 VNNI, no AMX).
 bool interleaved_rows_supported(DType weight, int64_t n, int64_t n_rows);
 // Bytes of one group of sixteen rows, and of a whole matrix.

@@ -169,9 +169,10 @@ struct Rows16 : Lanes16 {
     }
 };
 
-// The same tiles over Q8_0 / Q4_0 / Q5_0 weights already interleaved at load time
+// The same tiles over Q8_0 / Q4_0 / Q5_0 / Q1_0 weights already interleaved at load time
 // (interleaved_rows.h): a group of sixteen rows is one run of records, so the regrouping
-// only turns each record's levels into signed weights. block_tiles addresses row r at
+// only turns each record's levels into signed weights (Q1_0: each record's four
+// sub-blocks in turn, all four with its block's d). block_tiles addresses row r at
 // w + r * w_stride; with w_stride the stored row's bytes (a record is sixteen stored
 // blocks' bytes), row 16g lands on group g.
 template <DType W>
@@ -179,11 +180,13 @@ struct Rows16Interleaved : Lanes16 {
     using Group = InterleavedBlock;
     static void interleave(const uint8_t* w, size_t, int, int64_t b0, int64_t count, Group* out) {
         const __m512i ones = _mm512_set1_epi8(1), offset = _mm512_set1_epi8(static_cast<char>(interleaved::level_offset(W)));
+        constexpr int64_t kSub = interleaved::record_elems(W) / kQK8_0;  // blocks of 32 a record
         for (int64_t i = 0; i < count; ++i) {
-            const uint8_t* rec = w + static_cast<size_t>(b0 + i) * interleaved::record_bytes(W);
+            const uint8_t* rec = w + static_cast<size_t>((b0 + i) / kSub) * interleaved::record_bytes(W);
             InterleavedBlock& ib = out[i];
             __m512i levels[8], sum = _mm512_setzero_si512();
-            interleaved::record_levels<W>(rec, levels);
+            if constexpr (W == DType::Q1_0) interleaved::q1_levels(rec, static_cast<int>((b0 + i) % kSub), levels);
+            else interleaved::record_levels<W>(rec, levels);
             for (int k = 0; k < 8; ++k) {
                 const __m512i weights = _mm512_sub_epi8(levels[k], offset);  // signed: level - offset
                 _mm512_storeu_si512(ib.quads[k], weights);
@@ -196,14 +199,15 @@ struct Rows16Interleaved : Lanes16 {
     template <int T>
     static void token_group(const Group* blocks, int64_t b0, int64_t count, const uint8_t* x0, size_t x_stride,
                             int n_rows, float* result, size_t result_stride) {
-        Rows16<BlockQ8_0>::token_group<T>(blocks, b0, count, x0, x_stride, n_rows, result, result_stride);
+        using Order = std::conditional_t<W == DType::Q1_0, BlockQ1_0, BlockQ8_0>;  // dot_q1_0's float order, or the block sums'
+        Rows16<Order>::template token_group<T>(blocks, b0, count, x0, x_stride, n_rows, result, result_stride);
     }
 };
 
 template <DType W, class Block>
 void rows16_interleaved_tiles(int64_t n, int64_t n_rows, int64_t n_tokens, float* result, size_t result_stride,
                               const void* w, size_t, const std::byte* packed) {
-    const size_t row_bytes = static_cast<size_t>(n / kQK8_0) * sizeof(Block);
+    const size_t row_bytes = static_cast<size_t>(n / interleaved::record_elems(W)) * sizeof(Block);
     lanes::block_tiles<Rows16Interleaved<W>>(n, n_rows, n_tokens, result, result_stride, w, row_bytes, packed,
                                              static_cast<size_t>(n / kQK8_0) * sizeof(PackedBlock));
 }
@@ -240,6 +244,7 @@ Rows16TileFn avx512_rows16_interleaved_kernel(DType weight) {
         case DType::Q8_0: return rows16_interleaved_tiles<DType::Q8_0, BlockQ8_0>;
         case DType::Q4_0: return rows16_interleaved_tiles<DType::Q4_0, BlockQ4_0>;
         case DType::Q5_0: return rows16_interleaved_tiles<DType::Q5_0, BlockQ5_0>;
+        case DType::Q1_0: return rows16_interleaved_tiles<DType::Q1_0, BlockQ1_0>;
         default: return nullptr;
     }
 }

@@ -140,7 +140,7 @@ TEST_CASE("alloc_scratch holds the widest activation row of every partner format
     REQUIRE(s.up.size() == 3 * 64);
 }
 
-// Q8_0 / Q4_0 / Q5_0 / K-quant matrices interleaved at upload (quant/interleaved_rows.h) against
+// Q8_0 / Q4_0 / Q5_0 / Q1_0 / K-quant matrices interleaved at upload (quant/interleaved_rows.h) against
 // the same matrices kept as stored rows (INLAY_INTERLEAVE=0): every product path (one
 // token, the streamed few-token runs, the prompt blocks; matmul, matmul_qkv,
 // matmul_swiglu) and embedding lookups give the same bits, over thread splits whose runs
@@ -153,9 +153,12 @@ TEST_CASE("interleaved weights give the stored rows' bits (CPU)", "[cpu_ops]") {
     };
     for (const int threads : {1, 2, 3}) {
         CpuBackend b(threads);
-        for (DType type : {DType::Q8_0, DType::Q4_0, DType::Q5_0, DType::Q4_K, DType::Q5_K, DType::Q6_K}) {
+        for (DType type : {DType::Q8_0, DType::Q4_0, DType::Q5_0, DType::Q1_0, DType::Q4_K, DType::Q5_K, DType::Q6_K}) {
             const bool kquant = dtype_traits(type).block_elems == 256;
-            for (const int64_t n_in : kquant ? std::vector<int64_t>{256, 768} : std::vector<int64_t>{224, 576}) {
+            const std::vector<int64_t> widths = kquant                  ? std::vector<int64_t>{256, 768}
+                                                : type == DType::Q1_0 ? std::vector<int64_t>{256, 640}
+                                                                      : std::vector<int64_t>{224, 576};
+            for (const int64_t n_in : widths) {
                 const int64_t n_out = 208, kv_rows = 48;  // 13 and 3 groups of sixteen
                 auto wt = make_tensor(type, n_in, n_out, 41), kt = make_tensor(type, n_in, kv_rows, 42),
                      vt = make_tensor(type, n_in, kv_rows, 43), ut = make_tensor(type, n_in, n_out, 44);

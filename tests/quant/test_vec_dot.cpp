@@ -550,17 +550,19 @@ TEST_CASE("cpu_tuning: INLAY_CPU_TUNING picks the profile's choices", "[quant][v
     }
 }
 
-// The interleaved layout (quant/interleaved_rows.h; Q8_0, Q4_0, Q5_0 and the K-quants): every (row, token)
+// The interleaved layout (quant/interleaved_rows.h; Q8_0, Q4_0, Q5_0, Q1_0 and the K-quants): every (row, token)
 // bitwise equal to vec_dot_kernel on the stored rows, for any token count (one pass of
 // up to 8 tokens and the passes after it), an odd number of blocks, random block bytes
 // (every level and fifth bit; Q8_0's -128), and nothing written beside the results. Where the build
 // or CPU has no such layout (no AVX-512 VNNI, or AMX), it is refused with a clear error.
 TEST_CASE("vec_dot_interleaved equals the stored rows' dots", "[quant][vec_dot]") {
     std::mt19937 rng(1616);
-    for (DType type : {DType::Q8_0, DType::Q4_0, DType::Q5_0, DType::Q4_K, DType::Q5_K, DType::Q6_K}) {
+    for (DType type : {DType::Q8_0, DType::Q4_0, DType::Q5_0, DType::Q1_0, DType::Q4_K, DType::Q5_K, DType::Q6_K}) {
         const bool kquant = dtype_traits(type).block_elems == 256;
-        // Odd block counts (224, 768) end on a block the paired and chunked loops leave over.
-        const std::vector<int64_t> widths = kquant ? std::vector<int64_t>{1536, 768, 256} : std::vector<int64_t>{1536, 224, 32};
+        // Odd block counts (224, 768, 640) end on a block the paired and chunked loops leave over.
+        const std::vector<int64_t> widths = kquant                  ? std::vector<int64_t>{1536, 768, 256}
+                                            : type == DType::Q1_0 ? std::vector<int64_t>{1536, 640, 128}
+                                                                  : std::vector<int64_t>{1536, 224, 32};
         for (int64_t n : widths) {
             const int64_t n_rows = 48, max_tokens = 70;
             const DType act = quant::vec_dot_type(type);
