@@ -55,8 +55,9 @@ constexpr size_t record_bytes(DType weight) {
         default: return kScaleBytes + quad_bytes(weight) + (weight == DType::Q5_0 ? kHighBytes : 0);
     }
 }
-static_assert(record_bytes(DType::Q1_0) == 16 * 18 && record_bytes(DType::Q4_K) == 16 * 144 && record_bytes(DType::Q5_K) == 16 * 176 &&
-              record_bytes(DType::Q6_K) == 16 * 210 && record_bytes(DType::Q8_0) == 16 * 34);
+static_assert(record_bytes(DType::Q4_K) == 16 * 144 && record_bytes(DType::Q5_K) == 16 * 176 &&
+              record_bytes(DType::Q6_K) == 16 * 210 && record_bytes(DType::Q8_0) == 16 * 34 &&
+              record_bytes(DType::Q1_0) == 16 * 18);
 
 // The decode kernels' walk over a call's records: each group of sixteen rows (one run of
 // records, group_bytes long) against the tokens kPassTokens at a time, as

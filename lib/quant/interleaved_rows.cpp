@@ -99,13 +99,14 @@ void interleave_q1_group(const uint8_t* w, size_t w_stride, int64_t n_blocks, ui
             nibbles[r] = _mm256_set_m128i(_mm_unpackhi_epi8(lo, hi), _mm_unpacklo_epi8(lo, hi));
         }
         __m256i pairs[8], columns[8];  // pairs[i] byte e: row 2i's nibble e | row 2i+1's << 4
-        for (int i = 0; i < 8; ++i) pairs[i] = _mm256_or_si256(nibbles[2 * i], _mm256_slli_epi16(nibbles[2 * i + 1], 4));
+        for (int i = 0; i < 8; ++i)
+            pairs[i] = _mm256_or_si256(nibbles[2 * i], _mm256_slli_epi16(nibbles[2 * i + 1], 4));
         simd::transpose8x32(pairs, columns);  // columns[k] dword i: bytes 4k..4k+3 of pairs[i]
         for (int k = 0; k < 8; ++k) {
             const __m256i g = _mm256_shuffle_epi8(columns[k], gather);  // lane h dword m: byte 4k+m of pairs 4h..4h+3
             const __m128i l0 = _mm256_castsi256_si128(g), l1 = _mm256_extracti128_si256(g, 1);
             uint8_t* masks = rec + kScaleBytes + sizeof(uint64_t) * static_cast<size_t>(4 * k);
-            _mm_storeu_si128(reinterpret_cast<__m128i*>(masks), _mm_unpacklo_epi32(l0, l1));  // masks 4k, 4k+1
+            _mm_storeu_si128(reinterpret_cast<__m128i*>(masks), _mm_unpacklo_epi32(l0, l1));       // masks 4k, 4k+1
             _mm_storeu_si128(reinterpret_cast<__m128i*>(masks + 16), _mm_unpackhi_epi32(l0, l1));  // 4k+2, 4k+3
         }
     }
@@ -293,7 +294,8 @@ void interleaved_stored_row(DType weight, int64_t n, const void* w16, int64_t r,
             for (int k = 0; k < kQ1Masks; ++k) {
                 uint64_t mask;
                 std::memcpy(&mask, rec + kScaleBytes + sizeof(uint64_t) * static_cast<size_t>(k), sizeof mask);
-                qs[k / 2] = static_cast<uint8_t>(qs[k / 2] | (((mask >> (4 * lane)) & 0xFu) << (4 * (k % 2))));
+                const auto nibble = static_cast<uint8_t>((mask >> (4 * lane)) & 0xFu);
+                qs[k / 2] = static_cast<uint8_t>(qs[k / 2] | (nibble << (4 * (k % 2))));
             }
             continue;
         }

@@ -199,7 +199,8 @@ struct Rows16Interleaved : Lanes16 {
     template <int T>
     static void token_group(const Group* blocks, int64_t b0, int64_t count, const uint8_t* x0, size_t x_stride,
                             int n_rows, float* result, size_t result_stride) {
-        using Order = std::conditional_t<W == DType::Q1_0, BlockQ1_0, BlockQ8_0>;  // dot_q1_0's float order, or the block sums'
+        // dot_q1_0's float order, or the block sums'
+        using Order = std::conditional_t<W == DType::Q1_0, BlockQ1_0, BlockQ8_0>;
         Rows16<Order>::template token_group<T>(blocks, b0, count, x0, x_stride, n_rows, result, result_stride);
     }
 };
