@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "bench_util.h"
+#include "cli/read_lanes.h"
 #include "core/dtype.h"
 #include "quant/interleaved_rows.h"
 #include "quant/quantize.h"
@@ -167,25 +168,14 @@ void bm_decode_threads(benchmark::State& state, DType type) {
 }
 
 // The ceiling of the products above: each thread sums its own share of a buffer far
-// above the last-level cache with plain 64-byte loads (four independent accumulators, so
-// the loads set the pace), as `inlay bench --membw` does.
+// above the last-level cache with the loop `inlay bench --membw` times (cli/read_lanes.h).
 void bm_read_stream(benchmark::State& state) {
-    using Lane = uint64_t __attribute__((vector_size(64)));
-    const size_t n = static_cast<size_t>(state.range(0)) / state.threads() / sizeof(Lane);
+    using inlay::cli::Lane;
+    const size_t n = static_cast<size_t>(state.range(0)) / state.threads() / inlay::cli::kLaneBytes;
     std::vector<Lane> buffer(n);
     for (size_t i = 0; i < n; ++i) buffer[i] = Lane{} + i;
-    for (auto _ : state) {
-        Lane a{}, b{}, c{}, d{};
-        for (size_t i = 0; i + 4 <= n; i += 4) {
-            a += buffer[i];
-            b += buffer[i + 1];
-            c += buffer[i + 2];
-            d += buffer[i + 3];
-        }
-        const Lane sum = a + b + c + d;
-        benchmark::DoNotOptimize(sum);
-    }
-    state.SetBytesProcessed(state.iterations() * static_cast<int64_t>(n * sizeof(Lane)));
+    for (auto _ : state) benchmark::DoNotOptimize(inlay::cli::sum_lanes(buffer.data(), n));
+    state.SetBytesProcessed(state.iterations() * static_cast<int64_t>(n * inlay::cli::kLaneBytes));
 }
 
 void bm_quantize_activations(benchmark::State& state, DType act) {

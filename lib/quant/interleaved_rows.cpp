@@ -125,6 +125,18 @@ void offset_starts(int offset, int64_t n_blocks, int64_t n_tokens, const uint8_t
     }
 }
 
+// The sixteen rows' exact dots of one block of 32 with one token's activations xq, from
+// the block's offset start: two chains of four dpbusd (exact integers: any order), so that
+// one token's block is not one chain of eight latencies.
+inline __m512i block_dots(const __m512i (&levels)[8], const int8_t* xq, int32_t start) {
+    __m512i lo = _mm512_set1_epi32(start), hi = _mm512_setzero_si512();
+    for (int k = 0; k < 4; ++k) {
+        lo = _mm512_dpbusd_epi32(lo, levels[k], broadcast_quad(xq + 4 * k));
+        hi = _mm512_dpbusd_epi32(hi, levels[k + 4], broadcast_quad(xq + 16 + 4 * k));
+    }
+    return _mm512_add_epi32(lo, hi);
+}
+
 // One group of sixteen rows against T tokens: x[t] the tokens' activation rows, starts[t]
 // their offset_starts, result[t] where their sixteen results go; end: the end of the
 // call's records.
@@ -147,16 +159,8 @@ void group_tokens(const uint8_t* group, int64_t n_blocks, const uint8_t* end, co
         record_levels<W>(rec, levels);
         const __m512 dw = record_scales(rec);
         for (int t = 0; t < T; ++t) {
-            const int8_t* xq = x[t][b].qs;
-            // Two chains of four dpbusd (exact integers: any order), so that one token's
-            // block is not one chain of eight latencies.
-            __m512i lo = _mm512_set1_epi32(starts[t][b]), hi = _mm512_setzero_si512();
-            for (int k = 0; k < 4; ++k) {
-                lo = _mm512_dpbusd_epi32(lo, levels[k], broadcast_quad(xq + 4 * k));
-                hi = _mm512_dpbusd_epi32(hi, levels[k + 4], broadcast_quad(xq + 16 + 4 * k));
-            }
             const __m512 scale = _mm512_mul_ps(dw, _mm512_set1_ps(f16_to_f32(x[t][b].d)));
-            acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(lo, hi)), scale, acc[t]);
+            acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(block_dots(levels, x[t][b].qs, starts[t][b])), scale, acc[t]);
         }
     }
     for (int t = 0; t < T; ++t) _mm512_storeu_ps(result[t], acc[t]);
@@ -186,12 +190,7 @@ void q1_group_tokens(const uint8_t* group, int64_t n_blocks, const uint8_t* end,
             q1_levels(rec, s, levels);
             for (int t = 0; t < T; ++t) {
                 const BlockQ8_0& xb = x[t][b * kSub + s];
-                __m512i lo = _mm512_set1_epi32(starts[t][b * kSub + s]), hi = _mm512_setzero_si512();
-                for (int k = 0; k < 4; ++k) {
-                    lo = _mm512_dpbusd_epi32(lo, levels[k], broadcast_quad(xb.qs + 4 * k));
-                    hi = _mm512_dpbusd_epi32(hi, levels[k + 4], broadcast_quad(xb.qs + 16 + 4 * k));
-                }
-                const __m512 total = _mm512_cvtepi32_ps(_mm512_add_epi32(lo, hi));
+                const __m512 total = _mm512_cvtepi32_ps(block_dots(levels, xb.qs, starts[t][b * kSub + s]));
                 const __m512 dx = _mm512_set1_ps(f16_to_f32(xb.d));
                 block[t] = s == 0 ? _mm512_mul_ps(total, dx) : _mm512_fmadd_ps(total, dx, block[t]);
             }

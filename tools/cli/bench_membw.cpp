@@ -1,4 +1,5 @@
 #include "bench_membw.h"
+#include "read_lanes.h"
 
 #include <algorithm>
 #include <barrier>
@@ -9,31 +10,6 @@
 #include <vector>
 
 namespace inlay::cli {
-namespace {
-
-// 64 bytes: one cache line, one AVX-512 load (two AVX2 ones) per vector.
-using Lane = uint64_t __attribute__((vector_size(64)));
-constexpr size_t kLaneBytes = sizeof(Lane);
-
-// Four independent accumulators so the adds never wait on each other; the loads set
-// the pace. The sum is folded to one word that the caller keeps, so the loop stays.
-uint64_t sum_lanes(const Lane* p, size_t n) {
-    Lane a{}, b{}, c{}, d{};
-    size_t i = 0;
-    for (; i + 4 <= n; i += 4) {
-        a += p[i];
-        b += p[i + 1];
-        c += p[i + 2];
-        d += p[i + 3];
-    }
-    for (; i < n; ++i) a += p[i];
-    const Lane s = a + b + c + d;
-    uint64_t out = 0;
-    for (size_t k = 0; k < kLaneBytes / sizeof(uint64_t); ++k) out += s[k];
-    return out;
-}
-
-}  // namespace
 
 double measure_read_bandwidth(const MembwOptions& o) {
     const size_t n_threads = static_cast<size_t>(std::max(o.n_threads, 1));
