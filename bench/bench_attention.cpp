@@ -82,6 +82,7 @@ void args(benchmark::internal::Benchmark* bm) {
     bm->ArgNames({"q", "depth", "threads", "layers"})->UseRealTime()->Unit(benchmark::kMicrosecond);
     for (const int t : {1, 2}) {
         bm->Args({512, 512, t, 1});  // a 512-token prompt in one chunk
+        for (const int d : {32, 64, 128, 256}) bm->Args({1, d, t, 1});
         bm->Args({1, 512, t, 1});    // decoding at depth, from the caches
         bm->Args({1, 512, t, 28});   // the same from memory
         bm->Args({1, 4096, t, 1});

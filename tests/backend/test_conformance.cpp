@@ -252,6 +252,80 @@ TEMPLATE_TEST_CASE("rope_kv_append: q/k norm, RoPE (normal, neox, factors) and t
                 }
 }
 
+TEMPLATE_TEST_CASE("rope_kv_append on one batch follows new parameters and new positions", "[backend]",
+                   INLAY_TEST_BACKENDS) {
+    // A backend may keep a step's angles with its batch (the CPU makes them once for every
+    // layer): other parameters on the same batch, and the batch prepared again for other
+    // positions, must each rotate by their own angles.
+    auto b = BackendFactory<TestType>::make();
+    const int64_t n_heads = 2, n_kv = 1, hd = 8, n_tok = 3;
+    const KvGeometry g{1, n_kv, hd, 4, DType::F32};
+    std::vector<int32_t> table(64);
+    std::iota(table.begin(), table.end(), 0);
+    auto kv = b->alloc_kv(g, 64);
+    const std::vector<float> factors_a{1.0f, 2.0f, 4.0f, 8.0f}, factors_b{3.0f, 1.0f, 0.5f, 2.0f};
+    auto fa_t = vector_tensor(factors_a), fb_t = vector_tensor(factors_b);
+    auto fa = b->upload_vector(fa_t.view), fb = b->upload_vector(fb_t.view);
+    typename TestType::Batch batch;
+    auto prepare_at = [&](const std::vector<int32_t>& positions) {
+        BatchBuilder bb;
+        const int32_t s = bb.add_sequence(table, 256);
+        for (const int32_t p : positions) bb.add_token(1, p, s);
+        b->prepare_batch(bb.desc(), BatchLimits{int64_t{1} << 20, g.block_size, kv.n_blocks(), n_tok, 0}, batch);
+    };
+    struct Case {
+        std::vector<int32_t> positions;
+        RopeParams rope;
+        const std::vector<float>* factors;
+    };
+    const std::vector<int32_t> first{3, 50, 200}, second{7, 0, 121};
+    const Case cases[] = {
+        {first, {RopeStyle::normal, 8, 10000.0f, 1.0f}, nullptr},
+        {first, {RopeStyle::normal, 8, 500000.0f, 1.0f}, nullptr},  // another base
+        {first, {RopeStyle::normal, 8, 500000.0f, 0.25f}, nullptr},  // another scale
+        {first, {RopeStyle::normal, 8, 500000.0f, 0.25f}, &factors_a},
+        {first, {RopeStyle::normal, 8, 500000.0f, 0.25f}, &factors_b},  // other factors
+        {first, {RopeStyle::normal, 8, 500000.0f, 0.25f}, nullptr},     // none again
+        {first, {RopeStyle::normal, 4, 500000.0f, 0.25f}, nullptr},     // fewer rotated pairs
+        {second, {RopeStyle::normal, 4, 500000.0f, 0.25f}, nullptr},    // prepared again
+        {second, {RopeStyle::normal, 8, 10000.0f, 1.0f}, nullptr},
+    };
+    std::vector<int32_t> prepared;  // the batch is prepared again only for other positions
+    for (size_t c = 0; c < std::size(cases); ++c) {
+        const Case& cs = cases[c];
+        INFO("case " << c);
+        if (prepared != cs.positions) {
+            prepare_at(cs.positions);
+            prepared = cs.positions;
+        }
+        const auto q = random_floats(static_cast<size_t>(n_tok * n_heads * hd), 60 + c, 2.0f);
+        const auto k = random_floats(static_cast<size_t>(n_tok * n_kv * hd), 80 + c, 2.0f);
+        auto qb = upload(*b, q), kb = upload(*b, k), vb = upload(*b, k);
+        const auto* fw = cs.factors == &factors_a ? &fa : cs.factors == &factors_b ? &fb : nullptr;
+        b->rope_kv_append(qb, kb, vb, nullptr, nullptr, 1e-6f, cs.rope, fw, kv, 0, n_heads, batch);
+        const auto got = download(*b, qb, n_tok * n_heads * hd);
+        for (int64_t t = 0; t < n_tok; ++t)
+            for (int64_t h = 0; h < n_heads; ++h) {
+                const auto base = static_cast<size_t>((t * n_heads + h) * hd);
+                const int64_t pos = cs.positions[static_cast<size_t>(t)];
+                for (int64_t i = 0; i < hd / 2; ++i) {
+                    const auto a = base + static_cast<size_t>(2 * i), z = a + 1;
+                    double want_a = q[a], want_z = q[z];
+                    if (i < cs.rope.n_rot / 2) {
+                        double theta = pos * static_cast<double>(cs.rope.freq_scale) *
+                                       std::pow(static_cast<double>(cs.rope.freq_base), -2.0 * i / cs.rope.n_rot);
+                        if (cs.factors) theta /= (*cs.factors)[static_cast<size_t>(i)];
+                        want_a = q[a] * std::cos(theta) - q[z] * std::sin(theta);
+                        want_z = q[a] * std::sin(theta) + q[z] * std::cos(theta);
+                    }
+                    // float angles by repeated products (as ggml): ~1e-5 rad at these positions
+                    REQUIRE(std::fabs(got[a] - want_a) <= 3e-5 * 8);
+                    REQUIRE(std::fabs(got[z] - want_z) <= 3e-5 * 8);
+                }
+            }
+    }
+}
+
 TEMPLATE_TEST_CASE("paged causal GQA attention matches float64 softmax attention", "[backend]", INLAY_TEST_BACKENDS) {
     auto b = BackendFactory<TestType>::make();
     // 2 layers, 2 KV heads, 6 query heads (groups of 3). head_dim 16 in blocks of 4 slots

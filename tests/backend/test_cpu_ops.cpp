@@ -57,6 +57,31 @@ TEST_CASE("silu_mul matches float64 and gives the same bits anywhere", "[cpu_ops
     }
 }
 
+TEST_CASE("rms_norm rounds as ggml's single running sum in double", "[cpu_ops]") {
+    // The CPU sums the squares in sixteen double sums (for speed); the float it makes of
+    // them is that of one running sum, as ggml computes it, except where the ~1e-16
+    // relative difference of the two doubles straddles a float's rounding boundary: none
+    // of these rows does (a wrong order of float operations would show in most of them).
+    CpuBackend b(1);
+    for (const int64_t dim : {int64_t{64}, int64_t{300}, int64_t{576}, int64_t{1024}, int64_t{2049}}) {
+        const int64_t rows = 40;
+        const auto x = random_floats(static_cast<size_t>(rows * dim), 31 + static_cast<uint64_t>(dim), 3.0f);
+        auto wt = make_tensor(DType::F32, dim, 1, 32);
+        auto w = b.upload_vector(wt.view);
+        auto xb = upload(b, x), out = b.alloc(rows * dim);
+        b.rms_norm(xb, w, 1e-5f, rows, dim, out);
+        const auto* wf = reinterpret_cast<const float*>(w.data);
+        for (int64_t r = 0; r < rows; ++r) {
+            const float* xr = x.data() + r * dim;
+            double sum = 0.0;
+            for (int64_t i = 0; i < dim; ++i) sum += static_cast<double>(xr[i] * xr[i]);
+            const float scale = 1.0f / std::sqrt(static_cast<float>(sum / static_cast<double>(dim)) + 1e-5f);
+            INFO("dim " << dim << " row " << r);
+            for (int64_t i = 0; i < dim; ++i) REQUIRE(out.data[static_cast<size_t>(r * dim + i)] == xr[i] * scale * wf[i]);
+        }
+    }
+}
+
 TEST_CASE("the fused ops are bitwise their parts (CPU)", "[cpu_ops]") {
     CpuBackend b(2);
     const int64_t rows = 7, dim = 256;

@@ -21,6 +21,7 @@
 #include "backend/cpu/cpu_backend.h"
 #include "core/error.h"
 #include "core/half.h"
+#include "quant/vec_dot.h"
 
 namespace inlay {
 namespace {
@@ -425,24 +426,27 @@ void CpuBackend::kv_store(KvStorage& kv, int64_t layer, const Buffer& k, const B
         fail(INLAY_ERR_INTERNAL, "kv_store: K/V buffers too small");
     const bool f16 = g.dtype == DType::F16;
     const size_t elem = f16 ? 2 : 4;
-    for (int64_t t = 0; t < n_tokens; ++t) {
-        // Slots were resolved (and validated) once for the step by prepare_batch.
-        const int64_t block = batch.slot_block[static_cast<size_t>(t)];
-        const size_t slot_offset = static_cast<size_t>(batch.slot_index[static_cast<size_t>(t)] * g.head_dim) * elem;
-        for (int which = 0; which < 2; ++which) {
-            const float* src = (which == 0 ? k : v).ptr() + static_cast<size_t>(t * row);
-            for (int64_t h = 0; h < g.n_kv_heads; ++h) {
-                std::byte* dst = kv.slab(block, layer, which, h) + slot_offset;
-                const float* s = src + h * g.head_dim;
-                if (f16) {
-                    auto* d = reinterpret_cast<uint16_t*>(dst);
-                    for (int64_t i = 0; i < g.head_dim; ++i) d[i] = f32_to_f16(s[i]);
-                } else {
-                    std::memcpy(dst, s, static_cast<size_t>(g.head_dim) * sizeof(float));
+    auto store = [&](size_t begin, size_t end) {
+        for (size_t t = begin; t < end; ++t) {
+            // Slots were resolved (and validated) once for the step by prepare_batch.
+            const int64_t block = batch.slot_block[t];
+            const size_t slot_offset = static_cast<size_t>(batch.slot_index[t] * g.head_dim) * elem;
+            for (int which = 0; which < 2; ++which) {
+                const float* src = (which == 0 ? k : v).ptr() + t * static_cast<size_t>(row);
+                for (int64_t h = 0; h < g.n_kv_heads; ++h) {
+                    std::byte* dst = kv.slab(block, layer, which, h) + slot_offset;
+                    const float* s = src + h * g.head_dim;
+                    // f16 rounded to nearest even, by vectors where the CPU converts them
+                    if (f16) quant::quantize_activations(DType::F16, s, dst, g.head_dim);
+                    else std::memcpy(dst, s, static_cast<size_t>(g.head_dim) * sizeof(float));
                 }
             }
         }
-    }
+    };
+    // A prompt's tokens write distinct slots: spread over the pool (one token's K and V
+    // are a few hundred bytes, so a decode step stores them in place).
+    if (n_tokens * row < 16384) store(0, static_cast<size_t>(n_tokens));
+    else pool_.parallel_for(static_cast<size_t>(n_tokens), store);
 }
 
 void CpuBackend::rope_kv_append(Buffer& q, Buffer& k, const Buffer& v, const Weight* q_norm, const Weight* k_norm,

@@ -174,6 +174,7 @@ void CpuBackend::prepare_batch(const BatchDesc& desc, const BatchLimits& limits,
     copy(desc.fed_rows, batch.fed_rows);
     batch.block_size = limits.block_size;
     batch.n_blocks = limits.n_blocks;
+    batch.rope_angles.n_rot = -1;  // new positions: rope() makes the angles again
     const auto n = static_cast<size_t>(desc.n_tokens());
     batch.slot_block.resize(n);
     batch.slot_index.resize(n);

@@ -126,6 +126,17 @@ public:
         std::vector<int32_t> slot_block, slot_index;  // per token
         int64_t block_size = 0;
         int64_t n_blocks = 0;  // the store's block count it was validated against
+        // RoPE's cos and sin of every token's angles ([token][pair]). Every layer rotates
+        // q and k by the same angles, so rope() computes them on its first call of the
+        // step and again only for other parameters: 2 x n_layers tables of libm calls a
+        // step were ~3 us of a SmolLM2 decode layer's serial time (Zen 5).
+        struct RopeAngles {
+            std::vector<float> cos, sin;
+            std::vector<float> factors;  // the frequency factors they were made with (or none)
+            int64_t n_rot = -1;          // -1: none made for this batch yet
+            float freq_base = 0.0f, freq_scale = 0.0f;
+        };
+        mutable RopeAngles rope_angles;
 
         [[nodiscard]] int64_t n_tokens() const { return static_cast<int64_t>(tokens.size()); }
         [[nodiscard]] const int32_t* block_table(int64_t seq) const {
@@ -243,6 +254,9 @@ private:
     // Repacks a Q8_0 / Q4_0 / Q5_0 / Q4_K / Q5_K / Q6_K matrix into Weight::interleaved where this CPU takes that
     // layout; `file_backed`: w.data is a file mapping's (TensorView::file_backed).
     void interleave_rows(Weight& w, bool file_backed);
+    // batch's RoPE angles for these parameters (half = n_rot / 2 pairs), made if the
+    // batch holds none or others.
+    const Batch::RopeAngles& rope_angles(const Batch& batch, const RopeParams& rope, const float* factors, int64_t half);
     // A decode product (a few tokens, so bound by memory) keyed by its first weight is
     // about to run, and pool thread t will start on starts[t * kIdleStreams ...]
     // (cpu_matmul.cpp). Those become the idle reads of the product run before it, and
