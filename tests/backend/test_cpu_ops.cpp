@@ -77,7 +77,8 @@ TEST_CASE("rms_norm rounds as ggml's single running sum in double", "[cpu_ops]")
             for (int64_t i = 0; i < dim; ++i) sum += static_cast<double>(xr[i] * xr[i]);
             const float scale = 1.0f / std::sqrt(static_cast<float>(sum / static_cast<double>(dim)) + 1e-5f);
             INFO("dim " << dim << " row " << r);
-            for (int64_t i = 0; i < dim; ++i) REQUIRE(out.data[static_cast<size_t>(r * dim + i)] == xr[i] * scale * wf[i]);
+            for (int64_t i = 0; i < dim; ++i)
+                REQUIRE(out.data[static_cast<size_t>(r * dim + i)] == xr[i] * scale * wf[i]);
         }
     }
 }

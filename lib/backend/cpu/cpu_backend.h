@@ -256,7 +256,8 @@ private:
     void interleave_rows(Weight& w, bool file_backed);
     // batch's RoPE angles for these parameters (half = n_rot / 2 pairs), made if the
     // batch holds none or others.
-    const Batch::RopeAngles& rope_angles(const Batch& batch, const RopeParams& rope, const float* factors, int64_t half);
+    const Batch::RopeAngles& rope_angles(const Batch& batch, const RopeParams& rope, const float* factors,
+                                         int64_t half);
     // A decode product (a few tokens, so bound by memory) keyed by its first weight is
     // about to run, and pool thread t will start on starts[t * kIdleStreams ...]
     // (cpu_matmul.cpp). Those become the idle reads of the product run before it, and
