@@ -128,8 +128,9 @@ public:
         int64_t n_blocks = 0;  // the store's block count it was validated against
         // RoPE's cos and sin of every token's angles ([token][pair]). Every layer rotates
         // q and k by the same angles, so rope() computes them on its first call of the
-        // step and again only for other parameters: 2 x n_layers tables of libm calls a
-        // step were ~3 us of a SmolLM2 decode layer's serial time (Zen 5).
+        // step and again only for other parameters, not in every call (2 x n_layers
+        // tables a step). With the vector K/V append, a SmolLM2 decode layer's RoPE and
+        // append went from 3.0-3.8 to 1.8 us (Zen 5, docs/perf/cpu-zen5-2026-12-07e.md).
         struct RopeAngles {
             std::vector<float> cos, sin;
             std::vector<float> factors;  // the frequency factors they were made with (or none)
