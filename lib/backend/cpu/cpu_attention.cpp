@@ -443,9 +443,9 @@ void CpuBackend::kv_store(KvStorage& kv, int64_t layer, const Buffer& k, const B
             }
         }
     };
-    // A prompt's tokens write distinct slots: spread over the pool (one token's K and V
-    // are a few hundred bytes, so a decode step stores them in place).
-    if (n_tokens * row < 16384) store(0, static_cast<size_t>(n_tokens));
+    // A prompt's tokens write distinct slots: spread over the pool (a decode step's K and V
+    // are a few hundred values, stored in place).
+    if (n_tokens * row < kInPlaceFloats) store(0, static_cast<size_t>(n_tokens));
     else pool_.parallel_for(static_cast<size_t>(n_tokens), store);
 }
 

@@ -236,6 +236,11 @@ public:
     void silu_mul(Buffer& gate, const Buffer& up, int64_t n);
 
 private:
+    // Row-wise and element-wise ops (norms, SiLU gating, the K/V append) on fewer floats
+    // than this run on the calling thread: a decode step's few hundred values cost less
+    // than a parallel region's start and end.
+    static constexpr int64_t kInPlaceFloats = 16384;
+
     // One product of a fused matmul: y[t] = W x[t].
     struct Product {
         const Weight* w;

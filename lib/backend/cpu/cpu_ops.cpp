@@ -133,7 +133,7 @@ void CpuBackend::rms_norm(const Buffer& x, const Weight& weight, float eps, int6
     auto body = [&](size_t b, size_t e) {
         for (size_t r = b; r < e; ++r) norm_row(x.ptr() + r * static_cast<size_t>(dim), weight, eps, dim, out.ptr() + r * static_cast<size_t>(dim));
     };
-    if (n_rows * dim < 16384) body(0, static_cast<size_t>(n_rows));
+    if (n_rows * dim < kInPlaceFloats) body(0, static_cast<size_t>(n_rows));
     else pool_.parallel_for(static_cast<size_t>(n_rows), body);
 }
 
@@ -153,7 +153,7 @@ void CpuBackend::add_rms_norm(Buffer& x, const Buffer& y, const Weight& weight, 
             norm_row(xr, weight, eps, dim, out.ptr() + r * static_cast<size_t>(dim));
         }
     };
-    if (n_rows * dim < 16384) body(0, static_cast<size_t>(n_rows));
+    if (n_rows * dim < kInPlaceFloats) body(0, static_cast<size_t>(n_rows));
     else pool_.parallel_for(static_cast<size_t>(n_rows), body);
 }
 
@@ -201,7 +201,8 @@ const CpuBackend::Batch::RopeAngles& CpuBackend::rope_angles(const Batch& batch,
     a.n_rot = -1;  // until the tables are whole
     a.cos.resize(n_tokens * n_pairs);
     a.sin.resize(n_tokens * n_pairs);
-    a.factors.assign(factors, factors ? factors + half : factors);
+    if (factors) a.factors.assign(factors, factors + half);
+    else a.factors.clear();
     const float theta_scale = std::pow(rope.freq_base, -2.0f / static_cast<float>(rope.n_rot));
     pool_.parallel_for(n_tokens, [&](size_t b, size_t e) {
         for (size_t t = b; t < e; ++t) {
@@ -227,7 +228,7 @@ void CpuBackend::silu_mul(Buffer& gate, const Buffer& up, int64_t n) {
     require_size(gate, n, "silu_mul", "gate");
     require_size(up, n, "silu_mul", "up");
     auto body = [&](size_t b, size_t e) { silu_mul_range(gate.ptr() + b, up.ptr() + b, e - b); };
-    if (n < 16384) body(0, static_cast<size_t>(n));
+    if (n < kInPlaceFloats) body(0, static_cast<size_t>(n));
     else pool_.parallel_for(static_cast<size_t>(n), body, 16);
 }
 
