@@ -71,6 +71,27 @@ public:
         });
     }
 
+    // Calls fn(begin, end) on pieces covering [0, n_units) exactly once, for regions whose
+    // threads should each stream one contiguous run (decode products: every thread reads
+    // ahead along its own rows). Thread t (the caller is 0) owns [n_units * t / size(),
+    // n_units * (t + 1) / size()) and takes nearly all of what is left of it at a time (at
+    // least min_grain units); a thread whose range is empty takes the back half of the
+    // fullest other range and goes on with that. So each thread streams one long run, the
+    // threads still finish close together whatever their speeds, and an unscheduled
+    // worker's range is done by the others. Exceptions as for run.
+    template <class Fn>
+    void run_ranges(size_t n_units, size_t min_grain, Fn&& fn) {
+        if (n_units == 0) return;
+        if (n_threads_ == 1 || n_units == 1) {
+            fn(size_t{0}, n_units);
+            return;
+        }
+        run_ranges_impl(
+            n_units, min_grain,
+            [](void* ctx, size_t begin, size_t end) { (*static_cast<std::remove_reference_t<Fn>*>(ctx))(begin, end); },
+            static_cast<void*>(&fn));
+    }
+
     // Reads for waiting threads. Decoding is bound by memory bandwidth, yet every region
     // ends with threads waiting for the slowest one, and the workers wait while the caller
     // works alone between regions. A thread given streams here prefetches them in those
@@ -92,13 +113,23 @@ public:
 private:
     static constexpr size_t kChunksPerThread = 4;
     using ChunkFn = void (*)(void* ctx, size_t chunk);
+    using RangeFn = void (*)(void* ctx, size_t begin, size_t end);
+    // In region_'s count: the region is a run_ranges one (so plain counts stay below it).
+    static constexpr uint64_t kRangesFlag = uint64_t{1} << 31;
 
     void run_impl(size_t n_chunks, ChunkFn fn, void* ctx);
+    void run_ranges_impl(size_t n_units, size_t min_grain, RangeFn fn, void* ctx);
+    // Claims and runs pieces of the ranges of region `gen` as thread `thread` until none
+    // are left.
+    void work_on_ranges(uint32_t gen, int thread) noexcept;
+    bool claim_own_range(uint64_t tag, int thread, size_t& begin, size_t& end) noexcept;
+    bool steal_range(uint64_t tag, int thread) noexcept;
     void worker_loop(int thread);
     // One step of thread `thread`'s idle reads (a no-op once they are done).
     void idle_step(int thread) noexcept;
-    // Claims and runs chunks of the region of generation `gen` until none are left.
-    void work_on(uint32_t gen) noexcept;
+    // Claims and runs chunks of the region of generation `gen` until none are left
+    // (pieces of its ranges, as thread `thread`, for a run_ranges region).
+    void work_on(uint32_t gen, int thread) noexcept;
 
     int n_threads_;
     std::vector<std::thread> workers_;
@@ -127,6 +158,14 @@ private:
         std::atomic<size_t> done{0};  // atomic only for idle_bytes_read
     };
     std::unique_ptr<IdleSlot[]> idle_;  // one per thread
+    // run_ranges: thread t's range, packed as (generation tag, begin, end) so that a
+    // thread that saw an older region never takes or writes units of this one.
+    struct alignas(64) RangeSlot {
+        std::atomic<uint64_t> range{0};
+    };
+    std::unique_ptr<RangeSlot[]> ranges_;  // one per thread
+    RangeFn range_task_ = nullptr;
+    size_t min_grain_ = 1;
     std::mutex error_mutex_;
     std::exception_ptr error_;
 };

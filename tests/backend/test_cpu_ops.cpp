@@ -244,10 +244,10 @@ TEST_CASE("interleaved weights give the stored rows' bits (CPU)", "[cpu_ops]") {
 TEST_CASE("decode products learn where the next product's threads start", "[cpu_ops]") {
     // A decode step runs the same products in the same order, so each product's weight
     // keeps where each pool thread began the product after it, for the pool's waits to
-    // read (ThreadPool::set_idle_reads). Thread t begins on chunk t: rows
-    // [blocks * t / chunks * 16, ...) of two chunks per thread.
+    // read (ThreadPool::set_idle_reads). Thread t begins on its share of
+    // ThreadPool::run_ranges: rows [blocks * t / threads * 16, blocks * (t + 1) / threads * 16).
     CpuBackend b(2);
-    const int64_t n_in = 256, n_out = 208;  // 13 row blocks: two threads' 4 chunks begin at rows 0, 48, 96, 144
+    const int64_t n_in = 256, n_out = 208;  // 13 row blocks: thread 0 has rows 0-95, thread 1 rows 96-207
     auto at = make_tensor(DType::Q8_0, n_in, n_out, 51), bt = make_tensor(DType::F16, n_in, n_out, 52),
          gt = make_tensor(DType::Q4_K, n_in, n_out, 53), ut = make_tensor(DType::Q4_K, n_in, n_out, 54);
     auto wa = b.upload_matrix(at.view), wb = b.upload_matrix(bt.view), wg = b.upload_matrix(gt.view),
@@ -274,21 +274,21 @@ TEST_CASE("decode products learn where the next product's threads start", "[cpu_
 
     const auto after_a = wa.next_reads->load(CpuBackend::NextReads::kMaxStreams);  // gate and up, 64 KiB each at most
     CHECK(after_a[0].begin == at_row(wg, 0));
-    CHECK(after_a[0].bytes == bytes_of(wg, 48));
+    CHECK(after_a[0].bytes == bytes_of(wg, 96));
     CHECK(after_a[1].begin == at_row(wu, 0));
-    CHECK(after_a[2].begin == at_row(wg, 48));
-    CHECK(after_a[3].begin == at_row(wu, 48));
-    CHECK(after_a[3].bytes == bytes_of(wu, 48));
+    CHECK(after_a[2].begin == at_row(wg, 96));
+    CHECK(after_a[3].begin == at_row(wu, 96));
+    CHECK(after_a[3].bytes == bytes_of(wu, 112));
     CHECK(after_a[4].begin == nullptr);  // no third thread
     const auto after_gate = wg.next_reads->load(CpuBackend::NextReads::kMaxStreams);  // b: one stream per thread
     CHECK(after_gate[0].begin == at_row(wb, 0));
-    CHECK(after_gate[0].bytes == bytes_of(wb, 48));
+    CHECK(after_gate[0].bytes == bytes_of(wb, 96));
     CHECK(after_gate[1].begin == nullptr);
-    CHECK(after_gate[2].begin == at_row(wb, 48));
+    CHECK(after_gate[2].begin == at_row(wb, 96));
     const auto after_b = wb.next_reads->load(CpuBackend::NextReads::kMaxStreams);  // a again
     CHECK(after_b[0].begin == at_row(wa, 0));
-    CHECK(after_b[2].begin == at_row(wa, 48));
-    CHECK(after_b[2].bytes == bytes_of(wa, 48));
+    CHECK(after_b[2].begin == at_row(wa, 96));
+    CHECK(after_b[2].bytes == bytes_of(wa, 112));
     CHECK(wu.next_reads->load(CpuBackend::NextReads::kMaxStreams)[0].begin == nullptr);  // up never keys a region
 
     // A norm weight is never a product.

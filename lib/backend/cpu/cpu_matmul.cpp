@@ -26,13 +26,6 @@
 namespace inlay {
 namespace {
 constexpr size_t kRowBlock = 16;  // rows computed together; also the thread split granularity
-// Streamed products: contiguous runs per thread. Two, not four: longer runs keep each
-// thread's prefetch walk going, and the end of a matmul still balances on a run of a
-// quarter of the rows. Zen 5, 2 threads, decode, 5 alternations against four: SmolLM2
-// shape Q4_K_M +10-20%, Q8_0 +5-12%, F16 0-17%, Qwen3 shape Q8_0 and Q4_K_M 0-14% (more
-// where the host gave its 80 GB/s mode), stories15M Q8_0 +20-40%; eight or sixteen runs
-// were 10-40% slower.
-constexpr size_t kDecodeChunksPerThread = 2;
 // Products of up to quant::kStreamedTokens tokens (decoding a few sequences, verifying a
 // few proposals) stream the matrix as one token does: each thread walks long runs of rows,
 // and the tile kernels ask for the rows ahead of them, so a pass of a few tokens from DRAM
@@ -42,13 +35,16 @@ constexpr size_t kDecodeChunksPerThread = 2;
 // one at a time.
 using quant::kStreamedTokens;
 
-// Rows [begin, end) of chunk c when n_rows rows (n_blocks row blocks) are cut into n_chunks
-// contiguous runs of whole row blocks; empty for a chunk that gets no block.
+// Rows [begin, end) of row blocks [block_begin, block_end) of a matrix of n_rows rows.
 struct RowRange {
     size_t begin, end;
 };
-RowRange chunk_rows(size_t n_rows, size_t n_blocks, size_t c, size_t n_chunks) {
-    return {n_blocks * c / n_chunks * kRowBlock, std::min(n_rows, n_blocks * (c + 1) / n_chunks * kRowBlock)};
+RowRange block_rows(size_t n_rows, size_t block_begin, size_t block_end) {
+    return {block_begin * kRowBlock, std::min(n_rows, block_end * kRowBlock)};
+}
+// The row blocks a pool thread starts on in ThreadPool::run_ranges (thread t of n).
+RowRange first_blocks(size_t n_blocks, size_t t, size_t n_threads) {
+    return {n_blocks * t / n_threads, n_blocks * (t + 1) / n_threads};
 }
 
 // Where row rb (the start of a row block) begins in the layout the products read.
@@ -75,9 +71,8 @@ void product_rows(const CpuBackend::Weight& w, size_t rb, size_t nr, int64_t n_t
 
 // What a waiting thread reads ahead of a decode product (ThreadPool::set_idle_reads),
 // per thread: a budget well inside any L2, so the rows read early are still there when
-// the region starts. Thread t of the pool usually claims chunk t first (the caller as
-// it publishes the region, each worker as it sees it), so it reads that chunk's first
-// rows. Zen 5, 2 threads, decode steps with and without alternating in one process:
+// the region starts. Thread t of the pool starts on range t of ThreadPool::run_ranges,
+// so it reads that range's first rows. Zen 5, 2 threads, decode steps with and without alternating in one process:
 // SmolLM2 shape Q4_K_M 3.5% faster, Q8_0 1-3%, Qwen3-0.6B shape Q4_K_M 1.3% (in the
 // host's slow bandwidth mode, where one core alone nearly saturates memory).
 constexpr size_t kIdleReadBytes = 128 * 1024;
@@ -91,15 +86,14 @@ ThreadPool::IdleStream rows_stream(const CpuBackend::Weight& w, RowRange rows, s
     return {product_data(w, rows.begin), std::min(bytes, budget)};
 }
 
-// Every thread's idle reads for a decode region of n_chunks chunks: thread t usually
-// claims chunk t first, and chunk_streams(t, s) writes that chunk's first rows to
-// s[0 .. ThreadPool::kIdleStreams).
-template <class ChunkStreams>
-CpuBackend::NextReads::Streams first_rows(const ThreadPool& pool, size_t n_chunks, ChunkStreams&& chunk_streams) {
+// Every thread's idle reads for a decode region: range_streams(t, s) writes the first rows
+// of thread t's range to s[0 .. ThreadPool::kIdleStreams).
+template <class RangeStreams>
+CpuBackend::NextReads::Streams first_rows(const ThreadPool& pool, RangeStreams&& range_streams) {
     CpuBackend::NextReads::Streams streams{};
     const size_t threads =
-        std::min({static_cast<size_t>(pool.size()), n_chunks, static_cast<size_t>(CpuBackend::NextReads::kMaxThreads)});
-    for (size_t t = 0; t < threads; ++t) chunk_streams(t, &streams[t * ThreadPool::kIdleStreams]);
+        std::min(static_cast<size_t>(pool.size()), static_cast<size_t>(CpuBackend::NextReads::kMaxThreads));
+    for (size_t t = 0; t < threads; ++t) range_streams(t, &streams[t * ThreadPool::kIdleStreams]);
     return streams;
 }
 }  // namespace
@@ -165,18 +159,18 @@ void CpuBackend::matmul_converted(const Weight& w, const std::byte* xq, size_t x
     scratch.pack.assign(w.type, w.n_cols, n_tokens, xq, x_stride);
     const size_t n_blocks = (static_cast<size_t>(n_out) + kRowBlock - 1) / kRowBlock;
     if (n_tokens <= kStreamedTokens) {
-        // A few tokens stream the matrix from DRAM once: each chunk is a long contiguous run
-        // of row blocks, so every thread reads (and prefetches) ahead along its own rows
-        // rather than along blocks that the other threads take.
-        const size_t n_chunks = std::min(n_blocks, static_cast<size_t>(pool_.size()) * kDecodeChunksPerThread);
-        begin_streamed_region(w, first_rows(pool_, n_chunks, [&](size_t t, ThreadPool::IdleStream* s) {
-                                  s[0] = rows_stream(w, chunk_rows(static_cast<size_t>(n_out), n_blocks, t, n_chunks),
-                                                     kIdleReadBytes);
+        // A few tokens stream the matrix from DRAM once: each thread walks a long contiguous
+        // run of row blocks (ThreadPool::run_ranges), reading and prefetching ahead along
+        // its own rows rather than along blocks that the other threads take.
+        const auto rows = static_cast<size_t>(n_out);
+        const auto threads = static_cast<size_t>(pool_.size());
+        begin_streamed_region(w, first_rows(pool_, [&](size_t t, ThreadPool::IdleStream* s) {
+                                  const RowRange b = first_blocks(n_blocks, t, threads);
+                                  s[0] = rows_stream(w, block_rows(rows, b.begin, b.end), kIdleReadBytes);
                               }));
-        pool_.run(n_chunks, [&](size_t c) {
-            const auto [rb, re] = chunk_rows(static_cast<size_t>(n_out), n_blocks, c, n_chunks);
-            product_rows(w, rb, re - rb, n_tokens, y.ptr() + rb, static_cast<size_t>(n_out), xq, x_stride,
-                         &scratch.pack);
+        pool_.run_ranges(n_blocks, 1, [&](size_t bb, size_t be) {
+            const auto [rb, re] = block_rows(rows, bb, be);
+            product_rows(w, rb, re - rb, n_tokens, y.ptr() + rb, rows, xq, x_stride, &scratch.pack);
         });
         return;
     }
@@ -222,37 +216,29 @@ void CpuBackend::matmul_products(std::span<const Product> products, const std::b
         return i;
     };
     if (n_tokens <= kStreamedTokens) {
-        // Contiguous runs as in matmul_converted, each product's share of the chunks in
-        // proportion to its bytes (at least one).
-        size_t total_bytes = 0;
-        for (const Product& p : products) total_bytes += static_cast<size_t>(p.w->n_rows) * p.w->row_stride;
-        const size_t budget = static_cast<size_t>(pool_.size()) * kDecodeChunksPerThread;
-        std::array<size_t, kMaxProducts + 1> first_chunk{};
-        for (size_t i = 0; i < products.size(); ++i) {
-            const size_t blocks = first_block[i + 1] - first_block[i];
-            const size_t bytes = static_cast<size_t>(products[i].w->n_rows) * products[i].w->row_stride;
-            const size_t share = total_bytes ? (budget * bytes + total_bytes / 2) / total_bytes : 1;
-            first_chunk[i + 1] = first_chunk[i] + std::clamp<size_t>(share, 1, std::max<size_t>(blocks, 1));
-        }
-        auto rows_of_chunk = [&](size_t c) {
-            const size_t i = product_of(c, first_chunk);
-            const size_t n_blocks = first_block[i + 1] - first_block[i];
-            const size_t n_chunks = first_chunk[i + 1] - first_chunk[i];
-            return std::pair{i, chunk_rows(static_cast<size_t>(products[i].w->n_rows), n_blocks, c - first_chunk[i],
-                                           n_chunks)};
+        // Contiguous runs as in matmul_converted over the products' blocks one after the other.
+        const size_t n_blocks = first_block[products.size()];
+        const auto threads = static_cast<size_t>(pool_.size());
+        // Product i's rows within blocks [bb, be) of all the products.
+        auto rows_in = [&](size_t i, size_t bb, size_t be) {
+            const size_t lo = std::max(bb, first_block[i]) - first_block[i];
+            const size_t hi = std::min(be, first_block[i + 1]) - first_block[i];
+            return block_rows(static_cast<size_t>(products[i].w->n_rows), lo, std::max(lo, hi));
         };
-        begin_streamed_region(*products[0].w,
-                              first_rows(pool_, first_chunk[products.size()], [&](size_t t, ThreadPool::IdleStream* s) {
-                                  const auto [i, rows] = rows_of_chunk(t);
-                                  s[0] = rows_stream(*products[i].w, rows, kIdleReadBytes);
+        begin_streamed_region(*products[0].w, first_rows(pool_, [&](size_t t, ThreadPool::IdleStream* s) {
+                                  const RowRange b = first_blocks(n_blocks, t, threads);
+                                  if (b.begin >= b.end) return;
+                                  const size_t i = product_of(b.begin, first_block);
+                                  s[0] = rows_stream(*products[i].w, rows_in(i, b.begin, b.end), kIdleReadBytes);
                               }));
-        pool_.run(first_chunk[products.size()], [&](size_t c) {
-            const auto [i, rows] = rows_of_chunk(c);
-            const Weight& w = *products[i].w;
-            const auto [rb, re] = rows;
-            if (rb < re)
-                product_rows(w, rb, re - rb, n_tokens, products[i].y->ptr() + rb, static_cast<size_t>(w.n_rows), xq,
-                             x_stride, pack);
+        pool_.run_ranges(n_blocks, 1, [&](size_t bb, size_t be) {
+            for (size_t i = product_of(bb, first_block); i < products.size() && first_block[i] < be; ++i) {
+                const Weight& w = *products[i].w;
+                const auto [rb, re] = rows_in(i, bb, be);
+                if (rb < re)
+                    product_rows(w, rb, re - rb, n_tokens, products[i].y->ptr() + rb, static_cast<size_t>(w.n_rows),
+                                 xq, x_stride, pack);
+            }
         });
         return;
     }
@@ -293,32 +279,35 @@ void CpuBackend::matmul_swiglu(const Weight& gate, const Weight& up, const Buffe
         return;
     }
     if (n_tokens == 0) return;
-    // One region: each chunk computes the same rows of both products and gates them.
+    // One region: each piece computes the same rows of both products and gates them.
     const size_t rows = static_cast<size_t>(n_ff);
     const size_t n_blocks = (rows + kRowBlock - 1) / kRowBlock;
-    const size_t n_chunks = n_tokens <= kStreamedTokens
-                                ? std::min(n_blocks, static_cast<size_t>(pool_.size()) * kDecodeChunksPerThread)
-                                : n_blocks;
     const quant::TilePack* pack = nullptr;
     if (n_tokens > 1) {
         scratch.pack.assign(gate.type, gate.n_cols, n_tokens, xq, stride);
         pack = &scratch.pack;
     }
-    if (n_tokens <= kStreamedTokens)
-        begin_streamed_region(gate, first_rows(pool_, n_chunks, [&](size_t t, ThreadPool::IdleStream* s) {
-                                  const RowRange r = chunk_rows(rows, n_blocks, t, n_chunks);
-                                  s[0] = rows_stream(gate, r, kIdleReadBytes / 2);
-                                  s[1] = rows_stream(up, r, kIdleReadBytes / 2);
-                              }));
-    pool_.run(n_chunks, [&](size_t c) {
-        const auto [rb, re] = chunk_rows(rows, n_blocks, c, n_chunks);
+    auto gated_rows = [&](size_t bb, size_t be) {
+        const auto [rb, re] = block_rows(rows, bb, be);
         if (rb >= re) return;
         product_rows(gate, rb, re - rb, n_tokens, out.ptr() + rb, rows, xq, stride, pack);
         product_rows(up, rb, re - rb, n_tokens, scratch.up.ptr() + rb, rows, xq, stride, pack);
         for (int64_t t = 0; t < n_tokens; ++t)
             silu_mul_range(out.ptr() + static_cast<size_t>(t) * rows + rb,
                            scratch.up.ptr() + static_cast<size_t>(t) * rows + rb, re - rb);
-    });
+    };
+    if (n_tokens <= kStreamedTokens) {
+        const auto threads = static_cast<size_t>(pool_.size());
+        begin_streamed_region(gate, first_rows(pool_, [&](size_t t, ThreadPool::IdleStream* s) {
+                                  const RowRange b = first_blocks(n_blocks, t, threads);
+                                  const RowRange r = block_rows(rows, b.begin, b.end);
+                                  s[0] = rows_stream(gate, r, kIdleReadBytes / 2);
+                                  s[1] = rows_stream(up, r, kIdleReadBytes / 2);
+                              }));
+        pool_.run_ranges(n_blocks, 1, gated_rows);
+        return;
+    }
+    pool_.run(n_blocks, [&](size_t block) { gated_rows(block, block + 1); });
 }
 
 void CpuBackend::matmul_qkv(const Weight& wq, const Weight& wk, const Weight& wv, const Buffer& x, int64_t n_tokens,
