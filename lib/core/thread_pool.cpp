@@ -196,16 +196,9 @@ void ThreadPool::run_ranges_impl(size_t n_units, size_t min_grain, RangeFn fn, v
         ranges_[t].range.store(pack_range(gen & kTagMask, n_units * t / threads, n_units * (t + 1) / threads),
                                std::memory_order_release);
     region_.store((static_cast<uint64_t>(gen) << 32) | kRangesFlag, std::memory_order_release);
-    // As in run_impl: the seq_cst store then load wakes any sleeping worker.
-    generation_.store(gen, std::memory_order_seq_cst);
-    if (sleepers_.load(std::memory_order_seq_cst) > 0) futex_wake_all(generation_);
-
+    publish(gen);
     work_on_ranges(gen, 0);
-    while (in_flight_.load(std::memory_order_acquire) != 0) {
-        idle_step(0);
-        INLAY_CPU_RELAX();
-    }
-    if (error_) std::rethrow_exception(std::exchange(error_, nullptr));
+    finish_region();
 }
 
 void ThreadPool::run_impl(size_t n_chunks, ChunkFn fn, void* ctx) {
@@ -220,14 +213,21 @@ void ThreadPool::run_impl(size_t n_chunks, ChunkFn fn, void* ctx) {
     error_ = nullptr;
     region_.store((static_cast<uint64_t>(gen) << 32) | n_chunks, std::memory_order_release);
     work_.store(static_cast<uint64_t>(gen) << 32, std::memory_order_release);  // publishes the task
+    publish(gen);
+    work_on(gen, 0);
+    finish_region();
+}
+
+void ThreadPool::publish(uint32_t gen) {
     // seq_cst store then load (against the workers' seq_cst announce-then-check): at
     // least one side sees the other, so a sleeping worker is woken. A miss would only
     // leave it asleep for this region, since the caller can do every chunk itself.
     generation_.store(gen, std::memory_order_seq_cst);
     if (sleepers_.load(std::memory_order_seq_cst) > 0) futex_wake_all(generation_);
+}
 
-    work_on(gen, 0);
-    // All chunks are claimed; wait for the ones still running elsewhere.
+void ThreadPool::finish_region() {
+    // Nothing is left to claim; wait for the work still running elsewhere.
     while (in_flight_.load(std::memory_order_acquire) != 0) {
         idle_step(0);
         INLAY_CPU_RELAX();

@@ -119,6 +119,10 @@ private:
 
     void run_impl(size_t n_chunks, ChunkFn fn, void* ctx);
     void run_ranges_impl(size_t n_units, size_t min_grain, RangeFn fn, void* ctx);
+    // The caller's side of every region: wakes the workers for generation `gen`, and,
+    // once the caller finds nothing left to claim, waits for the rest and rethrows.
+    void publish(uint32_t gen);
+    void finish_region();
     // Claims and runs pieces of the ranges of region `gen` as thread `thread` until none
     // are left.
     void work_on_ranges(uint32_t gen, int thread) noexcept;
