@@ -1,9 +1,12 @@
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <mutex>
 #include <stdexcept>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "core/thread_pool.h"
@@ -304,4 +307,26 @@ TEST_CASE("run_ranges: exceptions reach the caller and the pool stays usable", "
     RangeLog log(90);
     pool.run_ranges(90, 1, [&](size_t b, size_t e) { log.record(b, e, 90); });
     REQUIRE(log.missed_or_repeated() == 0);
+}
+
+TEST_CASE("run_ranges beyond the packed indices still covers every unit once", "[thread_pool]") {
+    // Past 2^24 - 1 units the ranges do not fit their slots: equal parts claimed as chunks.
+    ThreadPool pool(3);
+    constexpr size_t n = (size_t{1} << 24) + 5;
+    std::atomic<size_t> covered{0};
+    std::atomic<int> bad{0};
+    std::vector<std::pair<size_t, size_t>> pieces;
+    std::mutex pieces_mutex;
+    pool.run_ranges(n, 1, [&](size_t b, size_t e) {
+        if (b >= e || e > n) bad.fetch_add(1);
+        covered.fetch_add(e - b);
+        std::lock_guard lock(pieces_mutex);
+        pieces.emplace_back(b, e);
+    });
+    REQUIRE(bad.load() == 0);
+    REQUIRE(covered.load() == n);
+    std::sort(pieces.begin(), pieces.end());
+    for (size_t i = 1; i < pieces.size(); ++i) REQUIRE(pieces[i].first == pieces[i - 1].second);
+    REQUIRE(pieces.front().first == 0);
+    REQUIRE(pieces.back().second == n);
 }
