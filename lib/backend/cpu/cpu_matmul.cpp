@@ -72,9 +72,10 @@ void product_rows(const CpuBackend::Weight& w, size_t rb, size_t nr, int64_t n_t
 // What a waiting thread reads ahead of a decode product (ThreadPool::set_idle_reads),
 // per thread: a budget well inside any L2, so the rows read early are still there when
 // the region starts. Thread t of the pool starts on range t of ThreadPool::run_ranges,
-// so it reads that range's first rows. Zen 5, 2 threads, decode steps with and without alternating in one process:
-// SmolLM2 shape Q4_K_M 3.5% faster, Q8_0 1-3%, Qwen3-0.6B shape Q4_K_M 1.3% (in the
-// host's slow bandwidth mode, where one core alone nearly saturates memory).
+// so it reads that range's first rows. Zen 5, 2 threads, decode steps with and without
+// alternating in one process: SmolLM2 shape Q4_K_M 3.5% faster, Q8_0 1-3%, Qwen3-0.6B
+// shape Q4_K_M 1.3% (in the host's slow bandwidth mode, where one core alone nearly
+// saturates memory).
 constexpr size_t kIdleReadBytes = 128 * 1024;
 
 ThreadPool::IdleStream rows_stream(const CpuBackend::Weight& w, RowRange rows, size_t budget) {
