@@ -47,7 +47,7 @@ constexpr uint64_t pack_range(uint64_t tag, size_t begin, size_t end) {
 // further call costs the kernels their prefetch ramp (they ask for rows ahead only within
 // their own piece). Zen 5, 2 threads, decode, alternating runs against equal-shares chunks:
 // taking halves was no faster than those chunks; all but 1/16 was 10-16% faster on
-// SmolLM2 shape Q4_K_M, 6% (median) on Q8_0, 6-12% on stories15M Q8_0.
+// SmolLM2 shape Q4_K_M, 6% (median) on Q8_0, 3-12% on stories15M Q8_0.
 constexpr size_t kRangeTailDivisor = 16;
 constexpr uint64_t range_tag(uint64_t v) { return v >> (2 * kRangeBits); }
 constexpr size_t range_begin(uint64_t v) { return static_cast<size_t>((v >> kRangeBits) & kRangeMask); }

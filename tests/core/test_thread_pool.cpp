@@ -15,6 +15,17 @@ using inlay::ThreadPool;
 
 // Catch2 assertions are not thread-safe: tasks count what they see; the test checks after.
 
+namespace {
+// Runs one pool.run region of n chunks; returns how many chunks did not run exactly once.
+long run_miscounts(ThreadPool& pool, std::vector<std::atomic<int>>& hits, size_t n) {
+    for (size_t i = 0; i < n; ++i) hits[i].store(0, std::memory_order_relaxed);
+    pool.run(n, [&](size_t c) { hits[c].fetch_add(1, std::memory_order_relaxed); });
+    long bad = 0;
+    for (size_t i = 0; i < n; ++i) bad += hits[i].load() != 1;
+    return bad;
+}
+}  // namespace
+
 TEST_CASE("run calls every chunk exactly once per region", "[thread_pool]") {
     for (int n : {1, 2, 3, 8}) {
         ThreadPool pool(n);
@@ -109,9 +120,7 @@ TEST_CASE("a late worker never runs a chunk of the next region", "[thread_pool]"
     const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(1500);
     while (std::chrono::steady_clock::now() < until) {
         for (const size_t n : {size_t{2}, size_t{3}, size_t{48}}) {
-            for (size_t i = 0; i < n; ++i) hits[i].store(0, std::memory_order_relaxed);
-            pool.run(n, [&](size_t c) { hits[c].fetch_add(1, std::memory_order_relaxed); });
-            for (size_t i = 0; i < n; ++i) bad += hits[i].load() != 1;
+            bad += run_miscounts(pool, hits, n);
             ++regions;
         }
     }
@@ -287,9 +296,7 @@ TEST_CASE("run_ranges and run alternate without a late thread mixing regions", "
                 for (size_t i = b; i < e; ++i) log.hits[i].fetch_add(1, std::memory_order_relaxed);
             });
             for (size_t i = 0; i < n; ++i) bad += log.hits[i].load() != 1;
-            for (auto& h : chunk_hits) h.store(0, std::memory_order_relaxed);
-            pool.run(chunk_hits.size(), [&](size_t c) { chunk_hits[c].fetch_add(1, std::memory_order_relaxed); });
-            for (auto& h : chunk_hits) bad += h.load() != 1;
+            bad += run_miscounts(pool, chunk_hits, chunk_hits.size());
             regions += 2;
         }
     }

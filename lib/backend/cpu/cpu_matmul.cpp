@@ -42,10 +42,6 @@ struct RowRange {
 RowRange block_rows(size_t n_rows, size_t block_begin, size_t block_end) {
     return {block_begin * kRowBlock, std::min(n_rows, block_end * kRowBlock)};
 }
-// The row blocks a pool thread starts on in ThreadPool::run_ranges (thread t of n).
-RowRange first_blocks(size_t n_blocks, size_t t, size_t n_threads) {
-    return {n_blocks * t / n_threads, n_blocks * (t + 1) / n_threads};
-}
 
 // Where row rb (the start of a row block) begins in the layout the products read.
 const std::byte* product_data(const CpuBackend::Weight& w, size_t rb) {
@@ -87,14 +83,17 @@ ThreadPool::IdleStream rows_stream(const CpuBackend::Weight& w, RowRange rows, s
     return {product_data(w, rows.begin), std::min(bytes, budget)};
 }
 
-// Every thread's idle reads for a decode region: range_streams(t, s) writes the first rows
-// of thread t's range to s[0 .. ThreadPool::kIdleStreams).
+// Every thread's idle reads for a decode region of n_blocks row blocks run as
+// ThreadPool::run_ranges: thread t starts on blocks [n_blocks * t / threads, n_blocks *
+// (t + 1) / threads), and range_streams(blocks, s) writes the first rows of those blocks to
+// s[0 .. ThreadPool::kIdleStreams).
 template <class RangeStreams>
-CpuBackend::NextReads::Streams first_rows(const ThreadPool& pool, RangeStreams&& range_streams) {
+CpuBackend::NextReads::Streams first_rows(const ThreadPool& pool, size_t n_blocks, RangeStreams&& range_streams) {
     CpuBackend::NextReads::Streams streams{};
-    const size_t threads =
-        std::min(static_cast<size_t>(pool.size()), static_cast<size_t>(CpuBackend::NextReads::kMaxThreads));
-    for (size_t t = 0; t < threads; ++t) range_streams(t, &streams[t * ThreadPool::kIdleStreams]);
+    const auto threads = static_cast<size_t>(pool.size());
+    for (size_t t = 0; t < std::min(threads, static_cast<size_t>(CpuBackend::NextReads::kMaxThreads)); ++t)
+        range_streams(RowRange{n_blocks * t / threads, n_blocks * (t + 1) / threads},
+                      &streams[t * ThreadPool::kIdleStreams]);
     return streams;
 }
 }  // namespace
@@ -164,9 +163,7 @@ void CpuBackend::matmul_converted(const Weight& w, const std::byte* xq, size_t x
         // run of row blocks (ThreadPool::run_ranges), reading and prefetching ahead along
         // its own rows rather than along blocks that the other threads take.
         const auto rows = static_cast<size_t>(n_out);
-        const auto threads = static_cast<size_t>(pool_.size());
-        begin_streamed_region(w, first_rows(pool_, [&](size_t t, ThreadPool::IdleStream* s) {
-                                  const RowRange b = first_blocks(n_blocks, t, threads);
+        begin_streamed_region(w, first_rows(pool_, n_blocks, [&](RowRange b, ThreadPool::IdleStream* s) {
                                   s[0] = rows_stream(w, block_rows(rows, b.begin, b.end), kIdleReadBytes);
                               }));
         pool_.run_ranges(n_blocks, 1, [&](size_t bb, size_t be) {
@@ -219,15 +216,13 @@ void CpuBackend::matmul_products(std::span<const Product> products, const std::b
     if (n_tokens <= kStreamedTokens) {
         // Contiguous runs as in matmul_converted over the products' blocks one after the other.
         const size_t n_blocks = first_block[products.size()];
-        const auto threads = static_cast<size_t>(pool_.size());
         // Product i's rows within blocks [bb, be) of all the products.
         auto rows_in = [&](size_t i, size_t bb, size_t be) {
             const size_t lo = std::max(bb, first_block[i]) - first_block[i];
             const size_t hi = std::min(be, first_block[i + 1]) - first_block[i];
             return block_rows(static_cast<size_t>(products[i].w->n_rows), lo, std::max(lo, hi));
         };
-        begin_streamed_region(*products[0].w, first_rows(pool_, [&](size_t t, ThreadPool::IdleStream* s) {
-                                  const RowRange b = first_blocks(n_blocks, t, threads);
+        begin_streamed_region(*products[0].w, first_rows(pool_, n_blocks, [&](RowRange b, ThreadPool::IdleStream* s) {
                                   if (b.begin >= b.end) return;
                                   const size_t i = product_of(b.begin, first_block);
                                   s[0] = rows_stream(*products[i].w, rows_in(i, b.begin, b.end), kIdleReadBytes);
@@ -298,9 +293,7 @@ void CpuBackend::matmul_swiglu(const Weight& gate, const Weight& up, const Buffe
                            scratch.up.ptr() + static_cast<size_t>(t) * rows + rb, re - rb);
     };
     if (n_tokens <= kStreamedTokens) {
-        const auto threads = static_cast<size_t>(pool_.size());
-        begin_streamed_region(gate, first_rows(pool_, [&](size_t t, ThreadPool::IdleStream* s) {
-                                  const RowRange b = first_blocks(n_blocks, t, threads);
+        begin_streamed_region(gate, first_rows(pool_, n_blocks, [&](RowRange b, ThreadPool::IdleStream* s) {
                                   const RowRange r = block_rows(rows, b.begin, b.end);
                                   s[0] = rows_stream(gate, r, kIdleReadBytes / 2);
                                   s[1] = rows_stream(up, r, kIdleReadBytes / 2);
