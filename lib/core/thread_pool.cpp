@@ -191,10 +191,11 @@ void ThreadPool::run_ranges_impl(size_t n_units, size_t min_grain, RangeFn fn, v
     task_ctx_ = ctx;
     min_grain_ = std::max<size_t>(min_grain, 1);
     error_ = nullptr;
-    const auto threads = static_cast<size_t>(n_threads_);
-    for (size_t t = 0; t < threads; ++t)
-        ranges_[t].range.store(pack_range(gen & kTagMask, n_units * t / threads, n_units * (t + 1) / threads),
-                               std::memory_order_release);
+    for (int t = 0; t < n_threads_; ++t) {
+        const Share share = range_share(n_units, t);
+        ranges_[static_cast<size_t>(t)].range.store(pack_range(gen & kTagMask, share.begin, share.end),
+                                                    std::memory_order_release);
+    }
     region_.store((static_cast<uint64_t>(gen) << 32) | kRangesFlag, std::memory_order_release);
     publish(gen);
     work_on_ranges(gen, 0);

@@ -73,8 +73,7 @@ public:
 
     // Calls fn(begin, end) on pieces covering [0, n_units) exactly once, for regions whose
     // threads should each stream one contiguous run (decode products: every thread reads
-    // ahead along its own rows). Thread t (the caller is 0) owns [n_units * t / size(),
-    // n_units * (t + 1) / size()) and takes nearly all of what is left of it at a time (at
+    // ahead along its own rows). Thread t owns its range_share(n_units, t) and takes nearly all of what is left of it at a time (at
     // least min_grain units); a thread whose range is empty takes the back half of the
     // fullest other range and goes on with that. So each thread streams one long run, the
     // threads still finish close together whatever their speeds, and an unscheduled
@@ -90,6 +89,17 @@ public:
             n_units, min_grain,
             [](void* ctx, size_t begin, size_t end) { (*static_cast<std::remove_reference_t<Fn>*>(ctx))(begin, end); },
             static_cast<void*>(&fn));
+    }
+
+    // The units thread t (the caller is 0) starts on in a run_ranges region of n_units:
+    // [begin, end). Callers that read ahead for a region's threads (set_idle_reads) read
+    // these.
+    struct Share {
+        size_t begin, end;
+    };
+    [[nodiscard]] Share range_share(size_t n_units, int thread) const {
+        const auto threads = static_cast<size_t>(n_threads_), t = static_cast<size_t>(thread);
+        return {n_units * t / threads, n_units * (t + 1) / threads};
     }
 
     // Reads for waiting threads. Decoding is bound by memory bandwidth, yet every region

@@ -11,6 +11,7 @@
 // which tokens, heads or sequences share its tile, on causal masking of its neighbours,
 // or on the thread count; grouping only decides how often K/V are converted.
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -183,9 +184,7 @@ inline void update_f16(float* acc, const T* vs, const ChunkWeights& w, int64_t r
             // them on the stack, a store and a reload in its rounding chain at every
             // position (AVX2). Zen 5, bench_attention stories15M shape 512-token prompt, one
             // thread, x86-64-v3: 5.70-5.90 -> 5.30-5.53 ms; stories15M F16 pp512 +4%.
-            uint32_t grew_bits;
-            std::memcpy(&grew_bits, &grew[k][s * step], sizeof grew_bits);
-            if (grew_bits != 0) {  // a new running max: rescale, then add v with weight 1
+            if (std::bit_cast<uint32_t>(grew[k][s * step]) != 0) {  // a new running max: rescale, then add v with weight 1
                 for (int j = 0; j < NV; ++j) a[k][j] = vround_f16(vfma(vj(j), vset1(1.0f), vround_f16(vmul(a[k][j], ek))));
             } else {
                 for (int j = 0; j < NV; ++j) a[k][j] = vround_f16(vfma(vj(j), ek, a[k][j]));

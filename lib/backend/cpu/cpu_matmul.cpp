@@ -84,16 +84,15 @@ ThreadPool::IdleStream rows_stream(const CpuBackend::Weight& w, RowRange rows, s
 }
 
 // Every thread's idle reads for a decode region of n_blocks row blocks run as
-// ThreadPool::run_ranges: thread t starts on blocks [n_blocks * t / threads, n_blocks *
-// (t + 1) / threads), and range_streams(blocks, s) writes the first rows of those blocks to
-// s[0 .. ThreadPool::kIdleStreams).
+// ThreadPool::run_ranges: range_streams(blocks, s) writes the first rows of the blocks
+// thread t starts on (ThreadPool::range_share) to s[0 .. ThreadPool::kIdleStreams).
 template <class RangeStreams>
 CpuBackend::NextReads::Streams first_rows(const ThreadPool& pool, size_t n_blocks, RangeStreams&& range_streams) {
     CpuBackend::NextReads::Streams streams{};
-    const auto threads = static_cast<size_t>(pool.size());
-    for (size_t t = 0; t < std::min(threads, static_cast<size_t>(CpuBackend::NextReads::kMaxThreads)); ++t)
-        range_streams(RowRange{n_blocks * t / threads, n_blocks * (t + 1) / threads},
-                      &streams[t * ThreadPool::kIdleStreams]);
+    for (int t = 0; t < std::min(pool.size(), CpuBackend::NextReads::kMaxThreads); ++t) {
+        const ThreadPool::Share share = pool.range_share(n_blocks, t);
+        range_streams(RowRange{share.begin, share.end}, &streams[static_cast<size_t>(t) * ThreadPool::kIdleStreams]);
+    }
     return streams;
 }
 }  // namespace
