@@ -114,7 +114,8 @@ bool ThreadPool::claim_own_range(uint64_t tag, int thread, size_t& begin, size_t
     uint64_t v = slot.load(std::memory_order_acquire);
     while (range_tag(v) == tag && range_begin(v) < range_end(v)) {
         const size_t b = range_begin(v), e = range_end(v);
-        const size_t take = std::min(e - b, std::max(min_grain_, (e - b) - (e - b) / kRangeTailDivisor));
+        size_t take = std::min(e - b, std::max(min_grain_, (e - b) - (e - b) / kRangeTailDivisor));
+        if (max_grain_ != 0) take = std::min(take, max_grain_);
         if (slot.compare_exchange_weak(v, pack_range(tag, b + take, e), std::memory_order_acq_rel,
                                        std::memory_order_acquire)) {
             begin = b;
@@ -177,11 +178,13 @@ void ThreadPool::work_on_ranges(uint32_t gen, int thread) noexcept {
     in_flight_.fetch_sub(1, std::memory_order_acq_rel);
 }
 
-void ThreadPool::run_ranges_impl(size_t n_units, size_t min_grain, RangeFn fn, void* ctx) {
+void ThreadPool::run_ranges_impl(size_t n_units, size_t min_grain, size_t max_grain, RangeFn fn, void* ctx) {
     if (n_units > kRangeMask) {  // beyond the packed indices: equal parts claimed as chunks
         const size_t parts = static_cast<size_t>(n_threads_) * kChunksPerThread;
+        const size_t most = max_grain == 0 ? n_units : std::max(max_grain, min_grain);
         run(parts, [&](size_t c) {
-            if (const size_t b = n_units * c / parts, e = n_units * (c + 1) / parts; b < e) fn(ctx, b, e);
+            const size_t e = n_units * (c + 1) / parts;
+            for (size_t b = n_units * c / parts; b < e; b += std::min(most, e - b)) fn(ctx, b, b + std::min(most, e - b));
         });
         return;
     }
@@ -190,6 +193,7 @@ void ThreadPool::run_ranges_impl(size_t n_units, size_t min_grain, RangeFn fn, v
     range_task_ = fn;
     task_ctx_ = ctx;
     min_grain_ = std::max<size_t>(min_grain, 1);
+    max_grain_ = max_grain == 0 ? 0 : std::max(max_grain, min_grain_);
     error_ = nullptr;
     for (int t = 0; t < n_threads_; ++t) {
         const Share share = range_share(n_units, t);

@@ -73,20 +73,26 @@ public:
 
     // Calls fn(begin, end) on pieces covering [0, n_units) exactly once, for regions whose
     // threads should each stream one contiguous run (decode products: every thread reads
-    // ahead along its own rows). Thread t owns its range_share(n_units, t) and takes nearly all of what is left of it at a time (at
-    // least min_grain units); a thread whose range is empty takes the back half of the
+    // ahead along its own rows). Thread t owns its range_share(n_units, t) and takes nearly
+    // all of what is left of it at a time (at least min_grain units, at most max_grain
+    // where that is not 0); a thread whose range is empty takes the back half of the
     // fullest other range and goes on with that. So each thread streams one long run, the
     // threads still finish close together whatever their speeds, and an unscheduled
-    // worker's range is done by the others. Exceptions as for run.
+    // worker's range is done by the others. With a max_grain the pieces are claimed one by
+    // one from the thread's own slot, a line no other thread touches until it steals
+    // (prompt products' row blocks: run's shared counter moves between the cores at every
+    // claim). No piece is longer than max_grain (or min_grain if larger). Exceptions as
+    // for run.
     template <class Fn>
-    void run_ranges(size_t n_units, size_t min_grain, Fn&& fn) {
+    void run_ranges(size_t n_units, size_t min_grain, Fn&& fn, size_t max_grain = 0) {
         if (n_units == 0) return;
         if (n_threads_ == 1 || n_units == 1) {
-            fn(size_t{0}, n_units);
+            const size_t most = max_grain == 0 ? n_units : std::max(max_grain, min_grain);
+            for (size_t b = 0; b < n_units; b += most) fn(b, std::min(n_units, b + most));
             return;
         }
         run_ranges_impl(
-            n_units, min_grain,
+            n_units, min_grain, max_grain,
             [](void* ctx, size_t begin, size_t end) { (*static_cast<std::remove_reference_t<Fn>*>(ctx))(begin, end); },
             static_cast<void*>(&fn));
     }
@@ -128,7 +134,7 @@ private:
     static constexpr uint64_t kRangesFlag = uint64_t{1} << 31;
 
     void run_impl(size_t n_chunks, ChunkFn fn, void* ctx);
-    void run_ranges_impl(size_t n_units, size_t min_grain, RangeFn fn, void* ctx);
+    void run_ranges_impl(size_t n_units, size_t min_grain, size_t max_grain, RangeFn fn, void* ctx);
     // The caller's side of every region: wakes the workers for generation `gen`, and,
     // once the caller finds nothing left to claim, waits for the rest and rethrows.
     void publish(uint32_t gen);
@@ -180,6 +186,7 @@ private:
     std::unique_ptr<RangeSlot[]> ranges_;  // one per thread
     RangeFn range_task_ = nullptr;
     size_t min_grain_ = 1;
+    size_t max_grain_ = 0;  // 0: none
     std::mutex error_mutex_;
     std::exception_ptr error_;
 };
