@@ -58,17 +58,20 @@ public:
     void parallel_for(size_t n, Fn&& fn, size_t align = 1) {
         if (n == 0) return;
         const size_t units = (n + align - 1) / align;
-        // A few chunks per thread balance uneven progress without much claiming traffic.
+        // A few pieces per thread balance uneven progress. They are claimed from the
+        // threads' own run_ranges shares, so a thread starts on the same part of every
+        // region's rows (what it wrote in one op is still in its cache for the next) and
+        // no claim moves a shared line between the cores. Zen 5, 2 threads, alternating
+        // runs against pieces claimed from run's shared counter: pp128 +8-12% on stories15M
+        // F16 and Q8_0 and SmolLM2 shape Q8_0, +3% SmolLM2 F16, Qwen3 Q4_K_M unchanged.
         const size_t chunks = std::min(units, static_cast<size_t>(n_threads_) * kChunksPerThread);
         if (n_threads_ == 1 || chunks <= 1) {
             fn(size_t{0}, n);
             return;
         }
-        run(chunks, [&](size_t c) {
-            const size_t begin = std::min(n, units * c / chunks * align);
-            const size_t end = std::min(n, units * (c + 1) / chunks * align);
-            if (begin < end) fn(begin, end);
-        });
+        run_ranges(
+            units, 1, [&](size_t b, size_t e) { fn(std::min(n, b * align), std::min(n, e * align)); },
+            /*max_grain=*/(units + chunks - 1) / chunks);
     }
 
     // Calls fn(begin, end) on pieces covering [0, n_units) exactly once, for regions whose
