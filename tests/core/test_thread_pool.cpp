@@ -213,6 +213,16 @@ struct RangeLog {
     }
 };
 
+namespace {
+// For the caller's pieces: the first one waits (up to 10 s) until another thread has
+// taken units of the caller's share (`taken` > 0).
+void wait_in_first_piece(std::atomic<int>& pieces, const std::atomic<size_t>& taken) {
+    if (pieces.fetch_add(1) != 0) return;
+    const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (taken.load() == 0 && std::chrono::steady_clock::now() < give_up) std::this_thread::yield();
+}
+}  // namespace
+
 TEST_CASE("run_ranges covers every unit exactly once in non-empty pieces", "[thread_pool]") {
     for (int n_threads : {1, 2, 3, 8}) {
         ThreadPool pool(n_threads);
@@ -268,11 +278,7 @@ TEST_CASE("run_ranges: a thread out of work takes the rest of a busy one's range
     pool.run_ranges(n, 1, [&](size_t b, size_t e) {
         log.record(b, e, n);
         if (std::this_thread::get_id() == caller) {
-            if (caller_pieces.fetch_add(1) == 0) {
-                const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-                while (taken_from_caller.load() == 0 && std::chrono::steady_clock::now() < give_up)
-                    std::this_thread::yield();
-            }
+            wait_in_first_piece(caller_pieces, taken_from_caller);
         } else if (b < n / 2) {
             taken_from_caller.fetch_add(e - b);
         }
@@ -381,11 +387,7 @@ TEST_CASE("run_ranges with a max_grain: each thread claims its own share one pie
         [&](size_t b, size_t e) {
             log.record(b, e, n);
             if (std::this_thread::get_id() == caller) {
-                if (caller_pieces.fetch_add(1) == 0) {
-                    const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-                    while (taken_from_caller.load() == 0 && std::chrono::steady_clock::now() < give_up)
-                        std::this_thread::yield();
-                }
+                wait_in_first_piece(caller_pieces, taken_from_caller);
                 return;
             }
             size_t expected = SIZE_MAX;
