@@ -179,12 +179,11 @@ void ThreadPool::work_on_ranges(uint32_t gen, int thread) noexcept {
 }
 
 void ThreadPool::run_ranges_impl(size_t n_units, size_t min_grain, size_t max_grain, RangeFn fn, void* ctx) {
+    static_assert(kRangeMask == kMaxRangeUnits);
     if (n_units > kRangeMask) {  // beyond the packed indices: equal parts claimed as chunks
         const size_t parts = static_cast<size_t>(n_threads_) * kChunksPerThread;
-        const size_t most = max_grain == 0 ? n_units : std::max(max_grain, min_grain);
         run(parts, [&](size_t c) {
-            const size_t e = n_units * (c + 1) / parts;
-            for (size_t b = n_units * c / parts; b < e; b += std::min(most, e - b)) fn(ctx, b, b + std::min(most, e - b));
+            if (const size_t b = n_units * c / parts, e = n_units * (c + 1) / parts; b < e) fn(ctx, b, e);
         });
         return;
     }

@@ -39,12 +39,27 @@ public:
 
     // Calls fn(chunk) for every chunk in [0, n_chunks), spread over the pool's threads,
     // and returns when all have finished. An exception thrown by fn is rethrown here
-    // (the remaining chunks still run).
+    // (the remaining chunks still run). The chunks are claimed one at a time from the
+    // threads' own run_ranges shares (a max_grain of one): a claim moves no line between
+    // the cores, and a thread starts on the same chunks in every region, so what it wrote
+    // in one is still in its cache for the next. Zen 5, 2 threads, alternating runs
+    // against claims from one shared counter: pp128 +5-15% through the prompt products'
+    // row blocks, +3-12% more through parallel_for's pieces, attention +1.5% (pp512).
+    // Counts beyond the ranges' packed indices take the shared counter.
     template <class Fn>
     void run(size_t n_chunks, Fn&& fn) {
         if (n_chunks == 0) return;
         if (n_threads_ == 1 || n_chunks == 1) {
             for (size_t c = 0; c < n_chunks; ++c) fn(c);
+            return;
+        }
+        if (n_chunks <= kMaxRangeUnits) {
+            run_ranges_impl(
+                n_chunks, 1, /*max_grain=*/1,
+                [](void* ctx, size_t begin, size_t end) {
+                    for (size_t c = begin; c < end; ++c) (*static_cast<std::remove_reference_t<Fn>*>(ctx))(c);
+                },
+                static_cast<void*>(&fn));
             return;
         }
         run_impl(n_chunks,
@@ -58,44 +73,37 @@ public:
     void parallel_for(size_t n, Fn&& fn, size_t align = 1) {
         if (n == 0) return;
         const size_t units = (n + align - 1) / align;
-        // A few pieces per thread balance uneven progress. They are claimed from the
-        // threads' own run_ranges shares, so a thread starts on the same part of every
-        // region's rows (what it wrote in one op is still in its cache for the next) and
-        // no claim moves a shared line between the cores. Zen 5, 2 threads, alternating
-        // runs against pieces claimed from run's shared counter: pp128 +8-12% on stories15M
-        // F16 and Q8_0 and SmolLM2 shape Q8_0, +3% SmolLM2 F16, Qwen3 Q4_K_M unchanged.
+        // A few chunks per thread balance uneven progress (run: each thread starts on the
+        // same chunks, so the same rows, in every op).
         const size_t chunks = std::min(units, static_cast<size_t>(n_threads_) * kChunksPerThread);
         if (n_threads_ == 1 || chunks <= 1) {
             fn(size_t{0}, n);
             return;
         }
-        run_ranges(
-            units, 1, [&](size_t b, size_t e) { fn(std::min(n, b * align), std::min(n, e * align)); },
-            /*max_grain=*/(units + chunks - 1) / chunks);
+        run(chunks, [&](size_t c) {
+            const size_t begin = std::min(n, units * c / chunks * align);
+            const size_t end = std::min(n, units * (c + 1) / chunks * align);
+            if (begin < end) fn(begin, end);
+        });
     }
 
     // Calls fn(begin, end) on pieces covering [0, n_units) exactly once, for regions whose
     // threads should each stream one contiguous run (decode products: every thread reads
     // ahead along its own rows). Thread t owns its range_share(n_units, t) and takes nearly
-    // all of what is left of it at a time (at least min_grain units, at most max_grain
-    // where that is not 0); a thread whose range is empty takes the back half of the
-    // fullest other range and goes on with that. So each thread streams one long run, the
+    // all of what is left of it at a time (at least min_grain units); a thread whose range
+    // is empty takes the back half of the fullest other range and goes on with that
+    // (run takes one chunk at a time the same way). So each thread streams one long run, the
     // threads still finish close together whatever their speeds, and an unscheduled
-    // worker's range is done by the others. With a max_grain the pieces are claimed one by
-    // one from the thread's own slot, a line no other thread touches until it steals
-    // (prompt products' row blocks: run's shared counter moves between the cores at every
-    // claim). No piece is longer than max_grain (or min_grain if larger). Exceptions as
-    // for run.
+    // worker's range is done by the others. Exceptions as for run.
     template <class Fn>
-    void run_ranges(size_t n_units, size_t min_grain, Fn&& fn, size_t max_grain = 0) {
+    void run_ranges(size_t n_units, size_t min_grain, Fn&& fn) {
         if (n_units == 0) return;
         if (n_threads_ == 1 || n_units == 1) {
-            const size_t most = max_grain == 0 ? n_units : std::max(max_grain, min_grain);
-            for (size_t b = 0; b < n_units; b += most) fn(b, std::min(n_units, b + most));
+            fn(size_t{0}, n_units);
             return;
         }
         run_ranges_impl(
-            n_units, min_grain, max_grain,
+            n_units, min_grain, /*max_grain=*/0,
             [](void* ctx, size_t begin, size_t end) { (*static_cast<std::remove_reference_t<Fn>*>(ctx))(begin, end); },
             static_cast<void*>(&fn));
     }
@@ -137,6 +145,9 @@ private:
     static constexpr uint64_t kRangesFlag = uint64_t{1} << 31;
 
     void run_impl(size_t n_chunks, ChunkFn fn, void* ctx);
+    // Units a run_ranges region can pack into its slots (kRangeMask in thread_pool.cpp).
+    static constexpr size_t kMaxRangeUnits = (size_t{1} << 24) - 1;
+    // max_grain (0: none) caps what an owner takes at a time: run's one chunk.
     void run_ranges_impl(size_t n_units, size_t min_grain, size_t max_grain, RangeFn fn, void* ctx);
     // The caller's side of every region: wakes the workers for generation `gen`, and,
     // once the caller finds nothing left to claim, waits for the rest and rethrows.

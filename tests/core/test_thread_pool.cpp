@@ -344,78 +344,33 @@ TEST_CASE("run_ranges beyond the packed indices still covers every unit once", "
     REQUIRE(pieces.back().second == n);
 }
 
-TEST_CASE("run_ranges with a max_grain covers every unit once in pieces no longer than it", "[thread_pool]") {
-    for (int n_threads : {1, 2, 3, 8}) {
-        ThreadPool pool(n_threads);
-        for (size_t n : {size_t{1}, size_t{2}, size_t{17}, size_t{64}, size_t{1000}}) {
-            for (size_t max_grain : {size_t{1}, size_t{3}, size_t{2000}}) {
-                for (size_t min_grain : {size_t{1}, size_t{5}}) {
-                    const size_t longest = std::max(max_grain, min_grain);
-                    for (int region = 0; region < 10; ++region) {
-                        RangeLog log(n);
-                        std::atomic<int> too_long{0};
-                        pool.run_ranges(
-                            n, min_grain,
-                            [&](size_t b, size_t e) {
-                                log.record(b, e, n);
-                                if (e - b > longest) too_long.fetch_add(1);
-                            },
-                            max_grain);
-                        INFO(n_threads << " threads, " << n << " units, grains " << min_grain << ".." << max_grain);
-                        REQUIRE(log.bad_piece.load() == 0);
-                        REQUIRE(log.missed_or_repeated() == 0);
-                        REQUIRE(too_long.load() == 0);
-                    }
-                }
-            }
-        }
-    }
-}
-
-TEST_CASE("run_ranges with a max_grain: each thread claims its own share one piece at a time", "[thread_pool]") {
-    // Pieces of one unit; the caller's first piece (unit 0) waits until the worker has
-    // started on its own share (from n / 2) and then, done with it, taken units of the
-    // caller's share: the shares are claimed piece by piece, not taken whole at first.
+TEST_CASE("run: each thread claims its own share one chunk at a time", "[thread_pool]") {
+    // The caller's first chunk (0) waits until the worker has started on its own share
+    // (from n / 2) and then, done with it, taken chunks of the caller's share: the shares
+    // are claimed chunk by chunk from each thread's own slot, not from one counter.
     ThreadPool pool(2);
     const auto caller = std::this_thread::get_id();
     constexpr size_t n = 64;
-    RangeLog log(n);
-    std::atomic<size_t> worker_first{SIZE_MAX}, taken_from_caller{0};
+    std::vector<std::atomic<int>> hits(n);
+    std::atomic<size_t> caller_first{SIZE_MAX}, worker_first{SIZE_MAX}, taken_from_caller{0};
     std::atomic<int> caller_pieces{0};
-    pool.run_ranges(
-        n, 1,
-        [&](size_t b, size_t e) {
-            log.record(b, e, n);
-            if (std::this_thread::get_id() == caller) {
-                wait_in_first_piece(caller_pieces, taken_from_caller);
-                return;
-            }
-            size_t expected = SIZE_MAX;
-            worker_first.compare_exchange_strong(expected, b);
-            if (b < n / 2) taken_from_caller.fetch_add(e - b);
-        },
-        1);
-    REQUIRE(log.bad_piece.load() == 0);
-    REQUIRE(log.missed_or_repeated() == 0);
+    pool.run(n, [&](size_t c) {
+        hits[c].fetch_add(1);
+        size_t expected = SIZE_MAX;
+        if (std::this_thread::get_id() == caller) {
+            caller_first.compare_exchange_strong(expected, c);
+            wait_in_first_piece(caller_pieces, taken_from_caller);
+            return;
+        }
+        worker_first.compare_exchange_strong(expected, c);
+        if (c < n / 2) taken_from_caller.fetch_add(1);
+    });
+    long bad = 0;
+    for (const auto& h : hits) bad += h.load() != 1;
+    REQUIRE(bad == 0);
+    REQUIRE(caller_first.load() == 0);
     REQUIRE(worker_first.load() == n / 2);
-    // The caller held unit 0 while the worker did its 32 units and took the back half of
-    // the caller's remaining 31 (and then the rest, a piece at a time).
+    // The caller held chunk 0 while the worker did its 32 chunks and took the back half of
+    // the caller's remaining 31 (and then the rest, a chunk at a time).
     REQUIRE(taken_from_caller.load() >= 16);
-}
-
-TEST_CASE("run_ranges beyond the packed indices keeps to max_grain", "[thread_pool]") {
-    ThreadPool pool(3);
-    constexpr size_t n = (size_t{1} << 24) + 5;
-    constexpr size_t max_grain = 4096;
-    std::atomic<size_t> covered{0};
-    std::atomic<int> bad{0};
-    pool.run_ranges(
-        n, 1,
-        [&](size_t b, size_t e) {
-            if (b >= e || e > n || e - b > max_grain) bad.fetch_add(1);
-            covered.fetch_add(e - b);
-        },
-        max_grain);
-    REQUIRE(bad.load() == 0);
-    REQUIRE(covered.load() == n);
 }

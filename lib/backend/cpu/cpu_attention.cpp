@@ -526,7 +526,7 @@ void CpuBackend::attention(const Buffer& q, const KvStorage& kv, int64_t layer, 
     const size_t elem = f16 ? 2 : 4;
     const size_t slab_bytes = kv.slab_bytes();
 
-    auto run_chunk = [&](size_t chunk) {
+    pool_.run(n_chunks, [&](size_t chunk) {
         float* slot = scratch.attn.data() + chunk * static_cast<size_t>(slot_floats);
         float* qs = slot;
         float* acc = qs + kMaxRows * hdp;
@@ -621,16 +621,7 @@ void CpuBackend::attention(const Buffer& q, const KvStorage& kv, int64_t layer, 
                 for (int64_t i = 0; i < hd; ++i) rows[r].out[i] = a[i] * inv;
             }
         }
-    };
-    // Chunks claimed one at a time from each thread's own share, as the matmuls' row
-    // blocks (cpu_matmul.cpp): pp512 +1.5% against ThreadPool::run (SmolLM2 shape Q8_0,
-    // stories15M F16; Zen 5, 2 threads, alternating runs), decode within noise.
-    pool_.run_ranges(
-        n_chunks, 1,
-        [&](size_t begin, size_t end) {
-            for (size_t chunk = begin; chunk < end; ++chunk) run_chunk(chunk);
-        },
-        /*max_grain=*/1);
+    });
 }
 
 }  // namespace inlay

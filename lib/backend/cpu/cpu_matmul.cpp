@@ -65,24 +65,6 @@ void product_rows(const CpuBackend::Weight& w, size_t rb, size_t nr, int64_t n_t
                         w.row_stride, xq, x_stride, pack);
 }
 
-// fn(block) for row blocks [0, n_blocks) of a batch product, one block at a time so that
-// neither thread waits long for the other at the end (with a few large chunks per thread
-// the last one left a thread idle for a noticeable part of every matmul). Each thread
-// claims its blocks from its own run_ranges share, a cache line the other touches only
-// to take what is left at the end, where ThreadPool::run's one shared counter moved
-// between the cores at every claim (and the threads' blocks interleaved). Zen 5, 2
-// threads, alternating runs against run: pp128 +5-15% (stories15M F16 +6% in the AVX2
-// build, +9% native; SmolLM2 shape Q8_0 +8%, Qwen3-0.6B shape Q8_0 +15%).
-template <class Fn>
-void for_each_block(ThreadPool& pool, size_t n_blocks, Fn&& fn) {
-    pool.run_ranges(
-        n_blocks, 1,
-        [&](size_t begin, size_t end) {
-            for (size_t block = begin; block < end; ++block) fn(block);
-        },
-        /*max_grain=*/1);
-}
-
 // What a waiting thread reads ahead of a decode product (ThreadPool::set_idle_reads),
 // per thread: a budget well inside any L2, so the rows read early are still there when
 // the region starts. Thread t of the pool starts on range t of ThreadPool::run_ranges,
@@ -189,7 +171,10 @@ void CpuBackend::matmul_converted(const Weight& w, const std::byte* xq, size_t x
         });
         return;
     }
-    for_each_block(pool_, n_blocks, [&](size_t block) {
+    // One row block per chunk: threads claim blocks one at a time, so neither waits
+    // long for the other at the end (with a few large chunks per thread the last one
+    // left a thread idle for a noticeable part of every matmul).
+    pool_.run(n_blocks, [&](size_t block) {
         const size_t rb = block * kRowBlock;
         const size_t nr = std::min(kRowBlock, static_cast<size_t>(n_out) - rb);
         product_rows(w, rb, nr, n_tokens, y.ptr() + rb, static_cast<size_t>(n_out), xq, x_stride, &scratch.pack);
@@ -252,7 +237,7 @@ void CpuBackend::matmul_products(std::span<const Product> products, const std::b
         });
         return;
     }
-    for_each_block(pool_, first_block[products.size()], [&](size_t block) {
+    pool_.run(first_block[products.size()], [&](size_t block) {
         const size_t i = product_of(block, first_block);
         const Weight& w = *products[i].w;
         const size_t rb = (block - first_block[i]) * kRowBlock;
@@ -315,7 +300,7 @@ void CpuBackend::matmul_swiglu(const Weight& gate, const Weight& up, const Buffe
         pool_.run_ranges(n_blocks, 1, gated_rows);
         return;
     }
-    for_each_block(pool_, n_blocks, [&](size_t block) { gated_rows(block, block + 1); });
+    pool_.run(n_blocks, [&](size_t block) { gated_rows(block, block + 1); });
 }
 
 void CpuBackend::matmul_qkv(const Weight& wq, const Weight& wk, const Weight& wv, const Buffer& x, int64_t n_tokens,
